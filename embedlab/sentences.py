@@ -1,0 +1,62 @@
+"""Sentence splitting and sentence-packed chunks for texts longer than a model's input.
+
+Follows the neural-embeddings paper, Appendix A (Fig. 8): a long text is split into chunks, each made
+of as many whole sentences as fit into the model's input; a single sentence longer than the input is
+cut into consecutive pieces. Nothing is dropped. Sentence splitting is offline (pysbd, rule-based).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+
+@functools.lru_cache(maxsize=1)
+def _segmenter():
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False, char_span=False)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences (pysbd); whitespace-only pieces are dropped."""
+    if not text.strip():
+        return []
+    return [piece.strip() for piece in _segmenter().segment(text) if piece.strip()]
+
+
+def pack_sentences(sentence_token_ids: Sequence[Sequence[int]], budget: int) -> list[list[int]]:
+    """Greedily pack whole sentences (their token ids) into chunks of at most ``budget`` tokens.
+
+    A sentence longer than ``budget`` is cut into consecutive pieces of ``budget`` tokens; each piece
+    is its own chunk, so chunk boundaries fall between sentences everywhere else.
+    """
+    if budget < 1:
+        raise ValueError(f"chunk budget must be at least one token, got {budget}")
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    for ids in sentence_token_ids:
+        ids = list(ids)
+        if not ids:
+            continue
+        if len(ids) > budget:
+            if current:
+                chunks.append(current)
+                current = []
+            chunks.extend(ids[start : start + budget] for start in range(0, len(ids), budget))
+            continue
+        if len(current) + len(ids) > budget:
+            chunks.append(current)
+            current = []
+        current = current + ids
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def chunk_token_ids(text: str, tokenize: Callable[[str], list[int]], budget: int) -> list[list[int]]:
+    """Token ids of ``text`` as one chunk when it fits ``budget``, else as sentence-packed chunks."""
+    ids = tokenize(text)
+    if len(ids) <= budget:
+        return [ids]
+    return pack_sentences([tokenize(sentence) for sentence in split_sentences(text)], budget)
