@@ -117,11 +117,11 @@ class ResultsDB:
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         with self._connect() as connection:
             return connection.execute(
-                f"SELECT {columns} FROM results{where} ORDER BY task, dataset, subset, metric, method, rowid", arguments
+                f"SELECT {columns} FROM results{where} ORDER BY rowid", arguments
             ).fetchall()
 
     def records(self, method: str | None = None, task: str | None = None, dataset: str | None = None) -> list[Record]:
-        """Stored records, filtered by any of method, task and dataset."""
+        """Stored records, filtered by any of method, task and dataset, in the order they were stored."""
         rows = self._select("method, task, dataset, subset, metric, value, n", method, task, dataset)
         return [Record(*row) for row in rows]
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from threadpoolctl import threadpool_limits
 
 from embedlab.paths import atomic_write_bytes, cache_dir
 from embedlab.records import Record
@@ -169,3 +172,12 @@ def pair_scores(method: Method, first: Sequence[str], second: Sequence[str], *, 
         return scores.astype(np.float64)
     left, right = encode_unique(method, first, second)
     return np.einsum("ij,ij->i", unit_rows(left), unit_rows(right))
+
+
+def solver_threads() -> threadpool_limits:
+    """Thread limit for scikit-learn fits (BLAS and OpenMP): ``$EMBEDLAB_SOLVER_THREADS``, default 1.
+
+    The classifiers and k-means here solve many small problems; with several threads on shared cores
+    the BLAS/OpenMP workers spin-wait and a fit runs ~10x slower than on one thread (measured on 2 cores).
+    """
+    return threadpool_limits(limits=int(os.environ.get("EMBEDLAB_SOLVER_THREADS", "1")))

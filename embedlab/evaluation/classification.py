@@ -26,7 +26,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from embedlab import datasets
 from embedlab.datasets import LabelledPairs, LabelledTexts
-from embedlab.evaluation.base import Method, Task, encode_unique
+from embedlab.evaluation.base import Method, Task, encode_unique, solver_threads
 from embedlab.records import Record
 
 INNER_REGS = [2.0 ** t for t in range(-2, 4)]  # SentEval InnerKFoldClassifier / SplitClassifier
@@ -124,6 +124,10 @@ class ClassificationTask(Task):
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)
+        with solver_threads():
+            return self._run(method)
+
+    def _run(self, method: Method) -> list[Record]:
         name, seed = self.dataset, self.seed
         if self.path is not None or name in CV_SETS:
             data = datasets.load_labelled_texts(self.path) if self.path else datasets.senteval_binary(name)

@@ -11,7 +11,7 @@ from sklearn.cluster import KMeans
 
 from embedlab import datasets
 from embedlab.datasets import LabelledTexts
-from embedlab.evaluation.base import Method, Task, encode_texts
+from embedlab.evaluation.base import Method, Task, encode_texts, solver_threads
 from embedlab.records import Record
 
 
@@ -34,9 +34,10 @@ def kmeans_accuracies(vectors: np.ndarray, labels: np.ndarray, runs: int = 10, s
     k = int(np.unique(labels).size)
     vectors = np.asarray(vectors, dtype=np.float64)
     scores = []
-    for run in range(runs):
-        assignment = KMeans(n_clusters=k, n_init=1, random_state=seed + run).fit_predict(vectors)
-        scores.append(matched_accuracy(labels, assignment))
+    with solver_threads():
+        for run in range(runs):
+            assignment = KMeans(n_clusters=k, n_init=1, random_state=seed + run).fit_predict(vectors)
+            scores.append(matched_accuracy(labels, assignment))
     return np.array(scores)
 
 
