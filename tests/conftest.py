@@ -1,51 +1,45 @@
-"""Shared fixtures: the real default model (minilm) as an evaluation method, and small tasks."""
+"""Shared fixtures: offline hub, the real default model, and small slices of the real data."""
 
 from __future__ import annotations
 
 import os
 
-import numpy as np
-import pytest
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import pytest
 
-class _SentenceTransformerMethod:
-    """all-MiniLM-L6-v2 through sentence-transformers, used only while ``embedlab.load`` is not on main."""
-
-    pairwise = False
-
-    def __init__(self) -> None:
-        from sentence_transformers import SentenceTransformer
-
-        from embedlab.models import model_fingerprint, resolve_model_path
-
-        path = resolve_model_path("minilm")
-        self.model = SentenceTransformer(str(path), device="cpu")
-        self.spec = "st:minilm"
-        self.fingerprint = model_fingerprint(path)
-
-    def encode(self, texts, batch_size=32, show_progress_bar=None, normalize=False):
-        return self.model.encode(list(texts), batch_size=batch_size, show_progress_bar=False,
-                                 normalize_embeddings=normalize, convert_to_numpy=True).astype(np.float32)
-
-    def similarity(self, pairs, batch_size=32, show_progress_bar=None):
-        a = self.encode([p[0] for p in pairs], normalize=True)
-        b = self.encode([p[1] for p in pairs], normalize=True)
-        return np.sum(a * b, axis=1).astype(np.float32)
+from embedlab.paths import data_path
 
 
 @pytest.fixture(scope="session")
 def minilm():
-    """The default model as a method (``embedlab.load('st:minilm')`` once the foundation provides it)."""
-    import embedlab
+    from embedlab.models import load_model
 
-    load = getattr(embedlab, "load", None)
-    return load("st:minilm") if load is not None else _SentenceTransformerMethod()
+    return load_model("minilm")
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Encodings and results go to a per-session temporary cache, never the user's."""
-    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
-    monkeypatch.setenv("EMBEDLAB_RESULTS", str(tmp_path_factory.getbasetemp() / "results.sqlite"))
+@pytest.fixture(scope="session")
+def sts_test_rows() -> list[tuple[float, str, str]]:
+    """(score, sentence 1, sentence 2) of the STS-B test split."""
+    rows = []
+    with open(data_path("sts", "STSBenchmark", "sts-test.csv"), encoding="utf-8") as stream:
+        for line in stream:
+            fields = line.rstrip("\n").split("\t")
+            rows.append((float(fields[4]), fields[5], fields[6]))
+    return rows
+
+
+@pytest.fixture(scope="session")
+def sts_sentences(sts_test_rows) -> list[str]:
+    """The first 60 unique sentences of STS-B test."""
+    return list(dict.fromkeys(text for _, a, b in sts_test_rows[:40] for text in (a, b)))[:60]
+
+
+@pytest.fixture
+def isolated_cache(tmp_path, monkeypatch):
+    """A private, empty cache root for tests that inspect or damage cache entries."""
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
+    from embedlab import token_states
+
+    monkeypatch.setattr(token_states, "_STORES", {})
+    return tmp_path / "cache"

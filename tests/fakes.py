@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import pytest
 
 
 class FakeMethod:
@@ -39,3 +40,20 @@ class FakeMethod:
             u, v = self.vector(a), self.vector(b)
             scores.append(float(u @ v / (np.linalg.norm(u) * np.linalg.norm(v))))
         return np.array(scores, dtype=np.float32)
+
+
+@pytest.fixture(autouse=True)
+def isolated_eval_cache(tmp_path_factory, monkeypatch):
+    """Encodings and results of evaluation tests go to a per-session temporary folder, never the user's.
+    (Autouse in every test module that imports it.)"""
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(base / "eval-cache"))
+    monkeypatch.setenv("EMBEDLAB_RESULTS", str(base / "eval-results.sqlite"))
+
+
+@pytest.fixture(scope="session")
+def minilm_method():
+    """The default model through sentence-transformers' own encode (the ``st:minilm`` baseline)."""
+    import embedlab
+
+    return embedlab.load("st:minilm")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes import FakeMethod
+from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 
 from embedlab import cli_eval
 from embedlab.evaluation import evaluate, parse_tasks

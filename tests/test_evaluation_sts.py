@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import FakeMethod
+from fakes import FakeMethod, isolated_eval_cache, minilm_method  # noqa: F401 (fixtures)
 
 from embedlab.datasets import ScoredPairs
 from embedlab.evaluation import sts
@@ -65,7 +65,7 @@ def test_pairwise_method_uses_similarity(tmp_path: Path) -> None:
     assert all(r.n == 3 and r.task == "sts" and r.method == "pairwise-fake" for r in records)
 
 
-def test_minilm_on_stsb_slice(minilm, tmp_path: Path) -> None:
+def test_minilm_on_stsb_slice(minilm_method, tmp_path: Path) -> None:
     """Real model on 120 STS-B test pairs: the harness gives scipy's Spearman of sentence-transformers' cosines."""
     from embedlab.datasets import stsb
 
@@ -73,9 +73,9 @@ def test_minilm_on_stsb_slice(minilm, tmp_path: Path) -> None:
     rows = "\n".join(f"{a}\t{b}\t{s}" for a, b, s in list(zip(data.first, data.second, data.scores))[:120])
     file = tmp_path / "slice.tsv"
     file.write_text(rows + "\n")
-    records = {r.metric: r.value for r in STSTask("slice", path=str(file)).run(minilm)}
-    a = minilm.encode(data.first[:120], normalize=True)
-    b = minilm.encode(data.second[:120], normalize=True)
+    records = {r.metric: r.value for r in STSTask("slice", path=str(file)).run(minilm_method)}
+    a = minilm_method.encode(data.first[:120], normalize=True)
+    b = minilm_method.encode(data.second[:120], normalize=True)
     from scipy.stats import spearmanr
 
     expected = spearmanr(np.sum(a * b, axis=1), data.scores[:120]).statistic

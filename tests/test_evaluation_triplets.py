@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fakes import FakeMethod
+from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 
 from embedlab.datasets import GroupedTexts, grouped, triplets_mrpc, triplets_sts, triplets_text_summ_g
 from embedlab.evaluation.base import NotApplicableError, unit_rows
