@@ -85,12 +85,20 @@ def run_eval(args: argparse.Namespace) -> int:
     db = None if args.no_db else ResultsDB(args.db)
     log = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
     run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection, log=log)
-    print_records(_filter(run.records, args), args.format)
+    print_records(_shape(_filter(run.records, args), args), args.format)
     return 0
 
 
+def _shape(records: list[Record], args: argparse.Namespace) -> list[Record]:
+    from embedlab.report import headline_records, summary_records
+
+    if getattr(args, "summary", False):
+        return headline_records(records) + summary_records(records)
+    return records
+
+
 def run_results(args: argparse.Namespace) -> int:
-    print_records(_stored(args), args.format)
+    print_records(_shape(_stored(args), args), args.format)
     return 0
 
 
@@ -114,6 +122,8 @@ def _common(parser: argparse.ArgumentParser, with_format: bool = True) -> None:
     if with_format:
         parser.add_argument("--format", choices=FORMATS, default="table",
                             help="table (methods as columns), markdown, or json (one object per line)")
+        parser.add_argument("--summary", action="store_true",
+                            help="only each dataset's headline number plus per-task averages (paper 2 Table 4 shape)")
 
 
 def add_cli(subparsers) -> None:

@@ -209,3 +209,27 @@ def write_report(records: Sequence[Record], out: str | Path, **options) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html_report(records, **options), encoding="utf-8")
     return path
+
+
+def headline_records(records: Sequence[Record]) -> list[Record]:
+    """The one number per (method, task, dataset) that the papers' tables show: the task's main metric on
+    the "all" subset for STS12–16 (paper 2 §3.5.2), on the single subset otherwise."""
+    chosen = [r for r in records if r.metric == MAIN_METRIC.get(r.task) and not r.subset.startswith("vs ")]
+    multi = {(r.method, r.task, r.dataset) for r in chosen if r.subset == "all"}
+    return [r for r in chosen if (r.subset == "all") == ((r.method, r.task, r.dataset) in multi)
+            or r.task not in ("sts",)]
+
+
+def summary_records(records: Sequence[Record]) -> list[Record]:
+    """Per method and task family, the mean of the headline metric over its datasets (the shape of paper 2
+    Table 4: average STS Spearman, average clustering accuracy, average classification accuracy)."""
+    by_key: dict[tuple[str, str, str], list[Record]] = {}
+    for record in headline_records(records):
+        by_key.setdefault((record.method, record.task, record.metric), []).append(record)
+    out = []
+    for (method, task, metric), items in by_key.items():
+        values = [r.value for r in items if not math.isnan(r.value)]
+        if values:
+            out.append(Record(method, task, "average", f"{len(values)} datasets", metric,
+                              float(sum(values) / len(values)), len(values)))
+    return out
