@@ -39,7 +39,7 @@ CLASSIFICATION_SETS = CV_SETS + ("sst2", "trec", "mrpc", "sst5", "sick-e")
 
 def _fit(features: np.ndarray, labels: np.ndarray, c: float, seed: int) -> LogisticRegression:
     model = LogisticRegression(C=c, random_state=seed, max_iter=1000)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), solver_threads():
         warnings.simplefilter("ignore", ConvergenceWarning)  # the bounded max_iter keeps results deterministic
         return model.fit(features, labels)
 
@@ -124,10 +124,6 @@ class ClassificationTask(Task):
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)
-        with solver_threads():
-            return self._run(method)
-
-    def _run(self, method: Method) -> list[Record]:
         name, seed = self.dataset, self.seed
         if self.path is not None or name in CV_SETS:
             data = datasets.load_labelled_texts(self.path) if self.path else datasets.senteval_binary(name)
