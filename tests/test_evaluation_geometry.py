@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 
 from embedlab.evaluation.geometry import alignment, isoscore, uniformity
 
@@ -47,3 +48,20 @@ def test_uniformity_hand_computed() -> None:
     assert uniformity(points, block=1) == pytest.approx(expected)  # block boundaries do not matter
     far = np.array([[0.0], [100.0]])  # exp underflows; the log-sum-exp does not
     assert uniformity(far) == pytest.approx(-2 * 100.0 ** 2)
+
+
+def test_alignment_task_on_stsb_train() -> None:
+    from embedlab import datasets
+    from embedlab.evaluation.geometry import AlignmentTask
+
+    method = FakeMethod(dim=3)
+    records = {r.metric: r for r in AlignmentTask().run(method)}
+    data = datasets.stsb("train")
+    positives = int(np.sum(data.scores == 5.0))
+    assert records["alignment"].n == positives > 0
+    assert records["uniformity"].n == len(set(data.first) | set(data.second))
+    first = np.stack([method.vector(data.first[i]) for i in np.flatnonzero(data.scores == 5.0)])
+    second = np.stack([method.vector(data.second[i]) for i in np.flatnonzero(data.scores == 5.0)])
+    assert records["alignment"].value == pytest.approx(alignment(first, second), rel=1e-6)
+    assert -4.0 <= records["uniformity_unit"].value < 0  # unit vectors: squared distances lie in [0, 4]
+    assert len(method.encode_calls) == 1
