@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 
@@ -93,3 +94,21 @@ def test_bad_task_selection_is_a_clear_error(capsys) -> None:
     assert "unknown task 'nonsense'" in capsys.readouterr().err
     assert _run(["eval", "x", "--tasks", "pairs:@/no/such/file.tsv", "--no-db"]) == 2
     assert "data file not found" in capsys.readouterr().err
+
+
+def test_triplet_intersection_records(files, tmp_path: Path) -> None:
+    from embedlab.datasets import load_grouped_texts
+    from embedlab.evaluation.triplets import broken_intersection, intersection_ratio
+
+    db = ResultsDB(tmp_path / "i.sqlite")
+    tasks = parse_tasks(f"triplets:@{files['groups']}", layout="line")
+    first, second = FakeMethod(spec="ref", dim=2), FakeMethod(spec="other", dim=3)
+    run = evaluate([first, second], tasks, db=db, intersections=True, log=lambda m: None)
+    (record,) = [r for r in run.records if r.metric == "intersection"]
+    assert record.method == "other" and record.subset == "vs ref"
+    data = load_grouped_texts(files["groups"], layout="line")
+    vectors = lambda m: np.stack([m.vector(t) for t in data.texts])  # noqa: E731
+    common, broken_1, broken_2 = broken_intersection(vectors(second), vectors(first), data)
+    assert record.value == pytest.approx(intersection_ratio(common, broken_1, broken_2), nan_ok=True)
+    again = evaluate([first, second], tasks, db=db, intersections=True, log=lambda m: None)
+    assert [r for r in again.records if r.metric == "intersection"] == [record]
