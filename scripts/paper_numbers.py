@@ -65,7 +65,7 @@ GROUPS = {
     "sts": ["correlations:stsb"],
     "pairs": ["pairs:sts", "pairs:mrpc"],
     "triplets": ["triplets:sts", "triplets:mrpc"],
-    "classification": [f"classification:{d}" for d in ("trec", "mrpc", "cr", "mpqa", "mr", "subj", "sst2")],
+    "classification": [f"classification:{d}" for d in ("trec", "cr", "mpqa", "mrpc", "mr", "subj", "sst2")],
 }
 SPECS_FOR = {"sts": ("st:minilm", "minilm"), "pairs": ("st:minilm",), "triplets": ("st:minilm",),
              "classification": ("st:minilm",)}
