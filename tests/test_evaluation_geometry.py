@@ -65,3 +65,16 @@ def test_alignment_task_on_stsb_train() -> None:
     assert records["alignment"].value == pytest.approx(alignment(first, second), rel=1e-6)
     assert -4.0 <= records["uniformity_unit"].value < 0  # unit vectors: squared distances lie in [0, 4]
     assert len(method.encode_calls) == 1
+
+
+def test_isotropy_task_encodes_distinct_sentences_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from embedlab import datasets
+    from embedlab.evaluation.geometry import IsotropyTask
+
+    sentences = [f"sentence number {k} is long enough" for k in range(40)] + ["sentence number 0 is long enough"]
+    monkeypatch.setattr(datasets, "wikitext2_sentences", lambda split="test", min_chars=10: sentences)
+    method = FakeMethod(dim=4)
+    (record,) = IsotropyTask().run(method)
+    vectors = np.stack([method.vector(s) for s in dict.fromkeys(sentences)])
+    assert record.metric == "isoscore" and record.n == 40 and len(method.encode_calls) == 1
+    assert record.value == pytest.approx(isoscore(vectors))
