@@ -1,0 +1,69 @@
+"""Short-text clustering (paper 2 §3.5.1): k-means with k = number of classes on the raw embeddings,
+10 runs with different seeds, accuracy under the best one-to-one matching of clusters to classes
+(Hungarian algorithm, ``scipy.optimize.linear_sum_assignment``); mean and standard deviation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from sklearn.cluster import KMeans
+
+from embedlab import datasets
+from embedlab.datasets import LabelledTexts
+from embedlab.evaluation.base import Method, Task, encode_texts, solver_threads
+from embedlab.records import Record
+
+
+def matched_accuracy(labels: np.ndarray, clusters: np.ndarray) -> float:
+    """Fraction of items whose cluster maps to their class under the best one-to-one mapping."""
+    labels, clusters = np.asarray(labels), np.asarray(clusters)
+    if labels.shape != clusters.shape:
+        raise ValueError(f"{labels.shape[0]} labels but {clusters.shape[0]} cluster assignments")
+    _, label_index = np.unique(labels, return_inverse=True)
+    _, cluster_index = np.unique(clusters, return_inverse=True)
+    size = max(label_index.max(), cluster_index.max()) + 1
+    contingency = np.zeros((size, size), dtype=np.int64)
+    np.add.at(contingency, (cluster_index, label_index), 1)
+    rows, columns = linear_sum_assignment(contingency, maximize=True)
+    return float(contingency[rows, columns].sum() / labels.size)
+
+
+def kmeans_accuracies(vectors: np.ndarray, labels: np.ndarray, runs: int = 10, seed: int = 0) -> np.ndarray:
+    """Matched accuracy of ``runs`` k-means fits (seeds ``seed`` … ``seed + runs - 1``)."""
+    k = int(np.unique(labels).size)
+    vectors = np.asarray(vectors, dtype=np.float64)
+    scores = []
+    with solver_threads():
+        for run in range(runs):
+            assignment = KMeans(n_clusters=k, n_init=1, random_state=seed + run).fit_predict(vectors)
+            scores.append(matched_accuracy(labels, assignment))
+    return np.array(scores)
+
+
+class ClusteringTask(Task):
+    """agnews, biomedical, googlenews_ts, searchsnippets, stackoverflow, tweet (also googlenews_s/_t), or a
+    user labelled-texts file."""
+
+    name = "clustering"
+    needs_vectors = True
+
+    def __init__(self, dataset: str, *, path: str | None = None, runs: int = 10, seed: int = 0) -> None:
+        super().__init__(dataset)
+        self.path, self.runs, self.seed = path, runs, seed
+        if path is None and dataset not in datasets.CLUSTERING_CLASSES:
+            raise ValueError(f"unknown clustering dataset {dataset!r}; expected one of {', '.join(datasets.CLUSTERING_CLASSES)}")
+
+    def load(self) -> LabelledTexts:
+        return datasets.load_labelled_texts(self.path) if self.path else datasets.clustering_set(self.dataset)
+
+    def run(self, method: Method) -> list[Record]:
+        self.check(method)
+        data = self.load()
+        order = {text: row for row, text in enumerate(dict.fromkeys(data.texts))}
+        vectors = encode_texts(method, list(order))[[order[t] for t in data.texts]]
+        scores = kmeans_accuracies(vectors, data.labels, self.runs, self.seed)
+        return [
+            self.record(method, "all", "accuracy", float(scores.mean()), len(data)),
+            self.record(method, "all", "accuracy_std", float(scores.std()), len(data)),
+        ]

@@ -1,0 +1,46 @@
+"""Correlations of the embedding product with human scores (seed 0 §3.4, Table 4).
+
+The product is the dot product of unit-normalised embeddings. Reported: Kendall τ-c, Kendall τ-b and
+Spearman (plus Pearson). Datasets: STS-B test (product of the two sentences vs the similarity score) and
+SummEval (product of article and system summary vs expert coherence, consistency, fluency, relevance;
+1,600 summaries here, 100 articles × 16 systems). Pairwise methods score the pairs themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from embedlab import datasets
+from embedlab.evaluation.base import Method, Task, pair_scores
+from embedlab.evaluation.sts import correlations
+from embedlab.records import Record
+
+CORRELATION_DATASETS = ("stsb", "summeval")
+
+
+class CorrelationsTask(Task):
+    name = "correlations"
+    needs_vectors = False
+
+    def __init__(self, dataset: str, *, path: str | None = None) -> None:
+        super().__init__(dataset)
+        self.path = path
+        if path is None and dataset not in CORRELATION_DATASETS:
+            raise ValueError(f"unknown correlations dataset {dataset!r}; expected one of {', '.join(CORRELATION_DATASETS)}")
+
+    def run(self, method: Method) -> list[Record]:
+        self.check(method)
+        if self.dataset == "summeval" and self.path is None:
+            items = datasets.summeval()
+            products = pair_scores(method, [i.article for i in items], [i.summary for i in items])
+            records = []
+            for aspect in datasets.SUMMEVAL_ASPECTS:
+                gold = np.array([i.scores[aspect] for i in items])
+                for metric, value in correlations(products, gold).items():
+                    records.append(self.record(method, aspect, metric, value, len(items)))
+            return records
+        data = datasets.load_scored_pairs(self.path) if self.path is not None else datasets.stsb("test")
+        products = pair_scores(method, data.first, data.second)
+        subset = "similarity" if self.path is None else "score"
+        return [self.record(method, subset, metric, value, len(data))
+                for metric, value in correlations(products, data.scores).items()]

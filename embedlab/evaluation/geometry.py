@@ -1,0 +1,109 @@
+"""Isotropy and geometry of an embedding space (paper 2 §3.5.4–3.5.5).
+
+* IsoScore (Rudman et al., 2022, paper 2 ref. [117]): reorient the points by PCA, take the variance of
+  each principal direction, scale that vector to length √n, measure its distance δ to the all-ones vector
+  (normalised to [0, 1]), turn it into the fraction of dimensions used, φ = (n − δ²(n − √n))² / n², and
+  rescale: IsoScore = (n·φ − 1)/(n − 1), which is 0 when one direction holds all the variance and 1 for
+  isotropic data. Computed on WikiText-2 sentences of at least 10 characters. The ``isoscore`` PyPI
+  package (2.0.1) implements the same formula in torch; this numpy version avoids the dependency and is
+  tested on closed-form cases.
+* Alignment (Eq. 8), E‖f(x) − f(y)‖² over positive pairs (STS-B train pairs scored 5.0), and uniformity
+  (Eq. 9), log E exp(−2‖f(x) − f(y)‖²) over all pairs of distinct sentences of the STS-B train pairs.
+  Paper 2 computes both on the raw embeddings ("sensitive to the scaling"); the unit-normalised values of
+  Wang & Isola are reported as ``alignment_unit`` / ``uniformity_unit``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from embedlab import datasets
+from embedlab.evaluation.base import Method, Task, encode_texts, encode_unique, unique_texts, unit_rows
+from embedlab.records import Record
+
+
+def isoscore(points: np.ndarray) -> float:
+    """IsoScore of a point cloud of shape (samples, dimensions)."""
+    points = np.asarray(points, dtype=np.float64)
+    if points.ndim != 2 or points.shape[0] < 2 or points.shape[1] < 2:
+        raise ValueError(f"IsoScore needs at least 2 points in at least 2 dimensions, got shape {points.shape}")
+    n = points.shape[1]
+    # variances along the principal directions = eigenvalues of the covariance matrix
+    variances = np.clip(np.linalg.eigvalsh(np.cov(points, rowvar=False)), 0.0, None)
+    norm = np.linalg.norm(variances)
+    if norm == 0:
+        raise ValueError("IsoScore is undefined for a point cloud with zero variance")
+    scaled = variances * np.sqrt(n) / norm
+    defect = np.linalg.norm(scaled - 1.0) / np.sqrt(2 * (n - np.sqrt(n)))
+    used_fraction = (n - defect ** 2 * (n - np.sqrt(n))) ** 2 / n ** 2
+    return float((n * used_fraction - 1) / (n - 1))
+
+
+def alignment(first: np.ndarray, second: np.ndarray) -> float:
+    """Eq. 8: mean squared distance between the embeddings of positive pairs."""
+    difference = np.asarray(first, dtype=np.float64) - np.asarray(second, dtype=np.float64)
+    return float(np.mean(np.sum(difference ** 2, axis=1)))
+
+
+def uniformity(points: np.ndarray, t: float = 2.0, block: int = 1024) -> float:
+    """Eq. 9: log of the mean of exp(−t‖x − y‖²) over all pairs of distinct points (computed stably)."""
+    points = np.asarray(points, dtype=np.float64)
+    count = points.shape[0]
+    if count < 2:
+        raise ValueError("uniformity needs at least two points")
+    squared = np.sum(points ** 2, axis=1)
+    partial = []
+    for start in range(0, count, block):
+        rows = slice(start, min(start + block, count))
+        distances = squared[rows, None] + squared[None, :] - 2 * points[rows] @ points.T
+        distances = np.maximum(distances, 0.0)
+        upper = np.arange(start, rows.stop)[:, None] < np.arange(count)[None, :]  # pairs i < j only
+        if upper.any():
+            partial.append(logsumexp(-t * distances[upper]))
+    pairs = count * (count - 1) / 2
+    return float(logsumexp(partial) - np.log(pairs))
+
+
+class IsotropyTask(Task):
+    """IsoScore of the method's embeddings of WikiText-2 sentences (≥ 10 characters)."""
+
+    name = "isotropy"
+    needs_vectors = True
+
+    def __init__(self, dataset: str = "wikitext2", *, split: str = "test") -> None:
+        super().__init__(dataset)
+        self.split = split
+
+    def run(self, method: Method) -> list[Record]:
+        self.check(method)
+        sentences = datasets.wikitext2_sentences(self.split)
+        texts, _ = unique_texts(sentences)
+        vectors = encode_texts(method, texts)
+        return [self.record(method, self.split, "isoscore", isoscore(vectors), len(texts))]
+
+
+class AlignmentTask(Task):
+    """Alignment (STS-B train pairs scored 5.0) and uniformity (all sentences of STS-B train pairs)."""
+
+    name = "alignment"
+    needs_vectors = True
+
+    def __init__(self, dataset: str = "stsb") -> None:
+        super().__init__(dataset)
+
+    def run(self, method: Method) -> list[Record]:
+        self.check(method)
+        data = datasets.stsb("train")
+        texts, index = unique_texts(data.first, data.second)
+        (vectors,) = encode_unique(method, texts)
+        positive = np.flatnonzero(data.scores == 5.0)
+        first = vectors[[index[data.first[i]] for i in positive]]
+        second = vectors[[index[data.second[i]] for i in positive]]
+        unit = unit_rows(vectors)
+        return [
+            self.record(method, "train", "alignment", alignment(first, second), positive.size),
+            self.record(method, "train", "uniformity", uniformity(vectors), len(texts)),
+            self.record(method, "train", "alignment_unit", alignment(unit_rows(first), unit_rows(second)), positive.size),
+            self.record(method, "train", "uniformity_unit", uniformity(unit), len(texts)),
+        ]

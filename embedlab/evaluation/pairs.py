@@ -1,0 +1,82 @@
+"""Agreement with similar / non-similar pairs (seed 0 §3.3, Eq. 4).
+
+Every (similar pair, non-similar pair) tuple should have the similar pair's product higher; a tuple with
+``product(similar) <= product(non-similar)`` is wrong. The product is the dot product of unit-normalised
+embeddings (seed 0, Appendix F). Counting is exact without enumerating tuples: sort the non-similar
+products once and binary-search each similar product.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from embedlab import datasets
+from embedlab.datasets import SimilarPairs
+from embedlab.evaluation.base import Method, Task, pair_scores
+from embedlab.records import Record
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    total: int
+    wrong: int
+    same: float  # mean product of the similar pairs
+    diff: float  # mean product of the non-similar pairs
+
+    @property
+    def error(self) -> float:
+        return self.wrong / self.total if self.total else float("nan")
+
+
+def count_wrong_tuples(similar: np.ndarray, different: np.ndarray) -> PairCounts:
+    """Tuples (s, d) with ``similar[s] <= different[d]``, counted with one sort and a binary search."""
+    similar, different = np.asarray(similar, dtype=np.float64), np.asarray(different, dtype=np.float64)
+    if similar.size == 0 or different.size == 0:
+        raise ValueError(f"pairs need both similar ({similar.size}) and non-similar ({different.size}) pairs")
+    ordered = np.sort(different)
+    # different values >= s  =  all minus those strictly below s
+    at_least = ordered.size - np.searchsorted(ordered, similar, side="left")
+    return PairCounts(total=similar.size * different.size, wrong=int(at_least.sum()),
+                      same=float(similar.mean()), diff=float(different.mean()))
+
+
+class PairsTask(Task):
+    """mrpc (GLUE train), sts (STS-B test ≥ 4 vs ≤ 2), paws (test), qqp (sample), or a user file of
+    labelled pairs (``label`` 1 = similar, 0 = non-similar)."""
+
+    name = "pairs"
+    needs_vectors = False
+
+    def __init__(self, dataset: str, *, path: str | None = None) -> None:
+        super().__init__(dataset)
+        self.path = path
+        if path is None and dataset not in datasets.PAIR_SETS:
+            raise ValueError(f"unknown pairs dataset {dataset!r}; expected one of {', '.join(datasets.PAIR_SETS)}")
+
+    def load(self) -> SimilarPairs:
+        if self.path is None:
+            return datasets.PAIR_SETS[self.dataset]()
+        scored = datasets.load_scored_pairs(self.path)
+        labels = set(np.unique(scored.scores).tolist())
+        if not labels <= {0.0, 1.0}:
+            raise ValueError(f"{self.path}: pairs need labels 0 (non-similar) and 1 (similar), found {sorted(labels)[:5]}")
+        pairs = scored.pairs()
+        return SimilarPairs(self.dataset, [p for p, s in zip(pairs, scored.scores) if s == 1.0],
+                            [p for p, s in zip(pairs, scored.scores) if s == 0.0])
+
+    def run(self, method: Method) -> list[Record]:
+        self.check(method)
+        data = self.load()
+        all_pairs = data.similar + data.different
+        products = pair_scores(method, [a for a, _ in all_pairs], [b for _, b in all_pairs])
+        counts = count_wrong_tuples(products[: len(data.similar)], products[len(data.similar):])
+        subset = "all"
+        return [
+            self.record(method, subset, "error", counts.error, counts.total),
+            self.record(method, subset, "total", counts.total, counts.total),
+            self.record(method, subset, "wrong", counts.wrong, counts.total),
+            self.record(method, subset, "same", counts.same, len(data.similar)),
+            self.record(method, subset, "diff", counts.diff, len(data.different)),
+        ]

@@ -1,0 +1,85 @@
+"""Semantic textual similarity: cosine of the two embeddings vs the gold score (paper 2 §3.5.2).
+
+Spearman is the main metric; Pearson and Kendall τ-b / τ-c are reported too. For STS12–16 the "all"
+score concatenates every subset of the year and computes one correlation (paper 2 follows [143]; it is
+not SentEval's "mean"); SentEval's per-subset mean and size-weighted mean are separate records.
+Pairwise methods score the pairs with ``method.similarity``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from embedlab import datasets
+from embedlab.datasets import ScoredPairs
+from embedlab.evaluation.base import Method, Task, encode_unique, pair_scores, unit_rows
+from embedlab.records import Record
+
+
+def correlations(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """Spearman, Pearson, Kendall τ-b and τ-c of ``predicted`` against ``gold``."""
+    predicted, gold = np.asarray(predicted, dtype=np.float64), np.asarray(gold, dtype=np.float64)
+    if predicted.shape != gold.shape or predicted.ndim != 1:
+        raise ValueError(f"predicted shape {predicted.shape} does not match gold shape {gold.shape}")
+    if len(gold) < 2:
+        raise ValueError("correlations need at least two scored items")
+    return {
+        "spearman": float(stats.spearmanr(predicted, gold).statistic),
+        "pearson": float(stats.pearsonr(predicted, gold).statistic),
+        "kendall_b": float(stats.kendalltau(predicted, gold, variant="b").statistic),
+        "kendall_c": float(stats.kendalltau(predicted, gold, variant="c").statistic),
+    }
+
+
+def scored_pairs_similarity(method: Method, subsets: list[ScoredPairs]) -> list[np.ndarray]:
+    """Similarity of every pair of several subsets; vector methods encode all their unique texts at once."""
+    if method.pairwise:
+        return [pair_scores(method, s.first, s.second) for s in subsets]
+    sides = [side for s in subsets for side in (s.first, s.second)]
+    vectors = [unit_rows(v) for v in encode_unique(method, *sides)]
+    return [np.einsum("ij,ij->i", vectors[2 * k], vectors[2 * k + 1]) for k in range(len(subsets))]
+
+
+STS_DATASETS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sick-r")
+
+
+class STSTask(Task):
+    """STS12–16 (per subset, "all", "mean", "wmean"), STS-B test, SICK-R test, or a user scored-pairs file."""
+
+    name = "sts"
+    needs_vectors = False
+
+    def __init__(self, dataset: str, *, path: str | None = None) -> None:
+        super().__init__(dataset)
+        self.path = path
+        if path is None and dataset not in STS_DATASETS:
+            raise ValueError(f"unknown STS dataset {dataset!r}; expected one of {', '.join(STS_DATASETS)}")
+
+    def load(self) -> list[ScoredPairs]:
+        if self.path is not None:
+            return [datasets.load_scored_pairs(self.path)]
+        if self.dataset == "stsb":
+            return [datasets.stsb("test")]
+        if self.dataset == "sick-r":
+            return [datasets.sick_relatedness("test")]
+        return datasets.sts_year(self.dataset)
+
+    def run(self, method: Method) -> list[Record]:
+        self.check(method)
+        subsets = self.load()
+        scores = scored_pairs_similarity(method, subsets)
+        records = []
+        for subset, predicted in zip(subsets, scores):
+            for metric, value in correlations(predicted, subset.scores).items():
+                records.append(self.record(method, subset.subset, metric, value, len(subset)))
+        if len(subsets) > 1:
+            everything = correlations(np.concatenate(scores), np.concatenate([s.scores for s in subsets]))
+            total = sum(len(s) for s in subsets)
+            for metric, value in everything.items():
+                records.append(self.record(method, "all", metric, value, total))
+            per_subset = np.array([stats.spearmanr(p, s.scores).statistic for p, s in zip(scores, subsets)])
+            sizes = np.array([len(s) for s in subsets], dtype=np.float64)
+            records.append(self.record(method, "mean", "spearman", float(per_subset.mean()), total))
+            records.append(self.record(method, "wmean", "spearman", float(np.average(per_subset, weights=sizes)), total))
+        return records

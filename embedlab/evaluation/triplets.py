@@ -1,0 +1,173 @@
+"""Anchor–positive–negative triplets (seed 0 §3.2, Eq. 2–3).
+
+For texts grouped by meaning, every triplet (A, B, C) — A an anchor, B another candidate of A's group,
+C a candidate of any other group — should satisfy E_A·E_B > E_A·E_C (unit-normalised embeddings). A
+triplet with E_A·E_B <= E_A·E_C is broken. Counts are exact and never enumerate triplets: for each anchor
+the products to all candidates are sorted once, and each positive's product is binary-searched in them
+(the anchor's own group is subtracted), so the cost is O(n² log n) for n texts instead of O(n³).
+
+The intersection of two methods' broken-triplet sets (Eq. 3), I = |T₁ ∩ T₂| / min(|T₁|, |T₂|), is
+counted per (anchor, positive) as a vectorised dominance count over the negatives (no Python loop over
+triplets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from embedlab import datasets
+from embedlab.datasets import GroupedTexts
+from embedlab.evaluation.base import Method, Task, encode_texts, unit_rows
+from embedlab.records import Record
+
+_BLOCK = 256  # anchors per matrix product: bounds memory at 256 × n float64
+
+
+@dataclass(frozen=True)
+class TripletCounts:
+    total: int
+    wrong: int
+    same: float  # mean E_A·E_B over all triplets
+    diff: float  # mean E_A·E_C over all triplets
+
+    @property
+    def error(self) -> float:
+        return self.wrong / self.total if self.total else float("nan")
+
+
+def _anchor_blocks(vectors: np.ndarray, data: GroupedTexts) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(anchor indices, candidate indices, products anchors × candidates) in blocks of anchors."""
+    unit = unit_rows(vectors)
+    anchors = np.flatnonzero(data.is_anchor)
+    candidates = np.flatnonzero(data.is_candidate)
+    candidate_unit = unit[candidates]
+    for start in range(0, anchors.size, _BLOCK):
+        block = anchors[start:start + _BLOCK]
+        yield block, candidates, unit[block] @ candidate_unit.T
+
+
+def _group_members(data: GroupedTexts, candidates: np.ndarray) -> dict[int, np.ndarray]:
+    """Column positions (within the candidate list) of each group's candidates."""
+    groups = data.groups[candidates]
+    order = np.argsort(groups, kind="stable")
+    boundaries = np.flatnonzero(np.diff(groups[order])) + 1
+    return {int(groups[chunk[0]]): chunk for chunk in np.split(order, boundaries) if chunk.size}
+
+
+def count_triplets(vectors: np.ndarray, data: GroupedTexts) -> TripletCounts:
+    """Exact broken-triplet count and mean same/diff products, without enumerating triplets."""
+    vectors = np.asarray(vectors)
+    if vectors.shape[0] != len(data):
+        raise ValueError(f"{vectors.shape[0]} embeddings for {len(data)} texts")
+    wrong = total = 0
+    same_sum = diff_sum = 0.0
+    members = None
+    for block, candidates, products in _anchor_blocks(vectors, data):
+        if members is None:
+            members = _group_members(data, candidates)
+            position = {int(c): k for k, c in enumerate(candidates)}  # text index -> candidate column
+            empty = np.zeros(0, dtype=np.int64)
+        ordered = np.sort(products, axis=1)
+        row_sums = products.sum(axis=1)
+        for row, anchor in enumerate(block):
+            own = members.get(int(data.groups[anchor]), empty)
+            own_values = products[row, own]
+            self_column = position.get(int(anchor))
+            positives = own[own != self_column] if self_column is not None else own
+            negatives = candidates.size - own.size
+            if positives.size == 0 or negatives == 0:
+                continue
+            positive_values = products[row, positives]
+            # candidates with product >= p, minus those of the anchor's own group (positives and itself)
+            at_least_all = ordered.shape[1] - np.searchsorted(ordered[row], positive_values, side="left")
+            at_least_own = (own_values[None, :] >= positive_values[:, None]).sum(axis=1)
+            wrong += int((at_least_all - at_least_own).sum())
+            total += positives.size * negatives
+            same_sum += negatives * float(positive_values.sum())
+            diff_sum += positives.size * float(row_sums[row] - own_values.sum())
+    if total == 0:
+        raise ValueError(f"{data.name}: the grouping defines no triplets (need two groups and a group of two)")
+    return TripletCounts(total=total, wrong=wrong, same=same_sum / total, diff=diff_sum / total)
+
+
+def broken_intersection(vectors_1: np.ndarray, vectors_2: np.ndarray, data: GroupedTexts) -> tuple[int, int, int]:
+    """(|T₁ ∩ T₂|, |T₁|, |T₂|) for the broken-triplet sets of two embeddings of the same texts."""
+    common = broken_1 = broken_2 = 0
+    blocks_2 = _anchor_blocks(np.asarray(vectors_2), data)
+    members = None
+    for (block, candidates, products_1), (_, _, products_2) in zip(_anchor_blocks(np.asarray(vectors_1), data), blocks_2):
+        if members is None:
+            members = _group_members(data, candidates)
+            position = {int(c): k for k, c in enumerate(candidates)}
+            empty = np.zeros(0, dtype=np.int64)
+        for row, anchor in enumerate(block):
+            own = members.get(int(data.groups[anchor]), empty)
+            self_column = position.get(int(anchor))
+            positives = own[own != self_column] if self_column is not None else own
+            negative_mask = np.ones(candidates.size, dtype=bool)
+            negative_mask[own] = False
+            if positives.size == 0 or not negative_mask.any():
+                continue
+            negatives_1, negatives_2 = products_1[row, negative_mask], products_2[row, negative_mask]
+            for column in positives:  # one vectorised pass over the negatives per (anchor, positive)
+                hit_1 = negatives_1 >= products_1[row, column]
+                hit_2 = negatives_2 >= products_2[row, column]
+                broken_1 += int(hit_1.sum())
+                broken_2 += int(hit_2.sum())
+                common += int(np.count_nonzero(hit_1 & hit_2))
+    return common, broken_1, broken_2
+
+
+def intersection_ratio(common: int, broken_1: int, broken_2: int) -> float:
+    """Eq. 3: I = |T₁ ∩ T₂| / min(|T₁|, |T₂|) (NaN when either set is empty)."""
+    smaller = min(broken_1, broken_2)
+    return common / smaller if smaller else float("nan")
+
+
+class TripletsTask(Task):
+    """mrpc, sts, summ-g, summ-r, text-summ-g, text-summ-r, or a user grouped-texts file."""
+
+    name = "triplets"
+    needs_vectors = True
+
+    def __init__(self, dataset: str, *, path: str | None = None, layout: str = "column") -> None:
+        super().__init__(dataset)
+        self.path, self.layout = path, layout
+        if path is None and dataset not in datasets.TRIPLET_SETS:
+            raise ValueError(f"unknown triplet dataset {dataset!r}; expected one of {', '.join(datasets.TRIPLET_SETS)}")
+
+    def load(self) -> GroupedTexts:
+        if self.path is not None:
+            return datasets.load_grouped_texts(self.path, self.layout)
+        return datasets.TRIPLET_SETS[self.dataset]()
+
+    def embed(self, method: Method, data: GroupedTexts) -> np.ndarray:
+        """Row-aligned embeddings of ``data.texts``, encoding each distinct text once in one call."""
+        order = {text: row for row, text in enumerate(dict.fromkeys(data.texts))}
+        vectors = encode_texts(method, list(order))
+        return vectors[[order[t] for t in data.texts]]
+
+    def run(self, method: Method) -> list[Record]:
+        self.check(method)
+        data = self.load()
+        counts = count_triplets(self.embed(method, data), data)
+        return [
+            self.record(method, "all", "error", counts.error, counts.total),
+            self.record(method, "all", "total", counts.total, counts.total),
+            self.record(method, "all", "wrong", counts.wrong, counts.total),
+            self.record(method, "all", "same", counts.same, counts.total),
+            self.record(method, "all", "diff", counts.diff, counts.total),
+        ]
+
+    def intersection(self, method_1: Method, method_2: Method) -> Record:
+        """Eq. 3 intersection of the two methods' broken triplets, as a record of ``method_1`` (subset
+        ``vs <method_2 spec>``)."""
+        self.check(method_1)
+        self.check(method_2)
+        data = self.load()
+        common, broken_1, broken_2 = broken_intersection(self.embed(method_1, data), self.embed(method_2, data), data)
+        return self.record(method_1, f"vs {method_2.spec}", "intersection", intersection_ratio(common, broken_1, broken_2),
+                           common)

@@ -1,0 +1,59 @@
+"""A deterministic fake embedding method for tests that check harness logic, not a model."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+
+class FakeMethod:
+    """Maps each text to a fixed vector (given, or derived from its hash) and counts encode calls."""
+
+    def __init__(self, vectors: dict[str, np.ndarray] | None = None, dim: int = 8, spec: str = "fake",
+                 pairwise: bool = False) -> None:
+        self.vectors = vectors or {}
+        self.dim = dim
+        self.spec = spec
+        self.fingerprint = "fake-fingerprint"
+        self.pairwise = pairwise
+        self.encode_calls: list[list[str]] = []
+        self.similarity_calls = 0
+
+    def vector(self, text: str) -> np.ndarray:
+        if text in self.vectors:
+            return np.asarray(self.vectors[text], dtype=np.float32)
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        return np.random.default_rng(seed).normal(size=self.dim).astype(np.float32)
+
+    def encode(self, texts, batch_size=32, show_progress_bar=None, normalize=False):
+        if self.pairwise:
+            raise AssertionError("encode called on a pairwise method")
+        self.encode_calls.append(list(texts))
+        return np.stack([self.vector(t) for t in texts]).astype(np.float32)
+
+    def similarity(self, pairs, batch_size=32, show_progress_bar=None):
+        self.similarity_calls += 1
+        scores = []
+        for a, b in pairs:
+            u, v = self.vector(a), self.vector(b)
+            scores.append(float(u @ v / (np.linalg.norm(u) * np.linalg.norm(v))))
+        return np.array(scores, dtype=np.float32)
+
+
+@pytest.fixture(autouse=True)
+def isolated_eval_cache(tmp_path_factory, monkeypatch):
+    """Encodings and results of evaluation tests go to a per-session temporary folder, never the user's.
+    (Autouse in every test module that imports it.)"""
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(base / "eval-cache"))
+    monkeypatch.setenv("EMBEDLAB_RESULTS", str(base / "eval-results.sqlite"))
+
+
+@pytest.fixture(scope="session")
+def minilm_method():
+    """The default model through sentence-transformers' own encode (the ``st:minilm`` baseline)."""
+    import embedlab
+
+    return embedlab.load("st:minilm")

@@ -1,0 +1,114 @@
+"""Tests for embedlab.cli_eval and the evaluate() runner: JSON lines, database reuse, results, report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
+
+from embedlab import cli_eval
+from embedlab.evaluation import evaluate, parse_tasks
+from embedlab.records import RECORD_KEYS
+from embedlab.results import ResultsDB
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="embedlab")
+    cli_eval.add_cli(parser.add_subparsers(dest="command", required=True))
+    return parser
+
+
+def _run(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    return args.handler(args)
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> dict[str, Path]:
+    pairs = tmp_path / "labelled.tsv"
+    pairs.write_text("a b\ta b\t1\nc d\te f\t0\ng h\tg h x\t1\ni\tj\t0\n")
+    groups = tmp_path / "groups.tsv"
+    groups.write_text("a\tb\tc\nd\te\nf\tg\th\n")
+    return {"pairs": pairs, "groups": groups}
+
+
+def test_eval_json_lines_and_reuse(files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    created: list[FakeMethod] = []
+
+    def fake_load(spec: str) -> FakeMethod:
+        created.append(FakeMethod(spec=spec, pairwise=spec.startswith("pair")))
+        return created[-1]
+
+    monkeypatch.setattr(cli_eval, "load_method", fake_load)
+    db = tmp_path / "results.sqlite"
+    tasks = f"pairs:@{files['pairs']},triplets:@{files['groups']},sts:@{files['pairs']}"
+    argv = ["eval", "fake-a", "pair-b", "--tasks", tasks, "--groups-per-line", "--format", "json", "--db", str(db)]
+    assert _run(argv) == 0
+    captured = capsys.readouterr()
+    rows = [json.loads(line) for line in captured.out.splitlines()]
+    assert rows and all(list(row) == list(RECORD_KEYS) for row in rows)
+    assert {(r["method"], r["task"]) for r in rows} == {
+        ("fake-a", "pairs"), ("fake-a", "triplets"), ("fake-a", "sts"), ("pair-b", "pairs"), ("pair-b", "sts")}
+    assert "skip triplets/groups for pair-b" in captured.err  # pairwise method: reported, not failed
+    totals = {r["method"]: r["value"] for r in rows if r["task"] == "pairs" and r["metric"] == "total"}
+    assert totals == {"fake-a": 4, "pair-b": 4}
+    assert len(created[0].encode_calls) == 3  # one encode call per dataset
+
+    # rerun: everything comes from the database, nothing is encoded
+    assert _run(argv) == 0
+    again = capsys.readouterr()
+    assert [json.loads(line) for line in again.out.splitlines()] == rows
+    assert created[2].encode_calls == [] and created[3].similarity_calls == 0
+    assert "reuse pairs/labelled for fake-a" in again.err
+    # --force recomputes the tasks (the encodings themselves come from the on-disk cache)
+    assert _run(argv + ["--force"]) == 0
+    forced = capsys.readouterr()
+    assert "run pairs/labelled for fake-a" in forced.err and "reuse" not in forced.err
+    assert created[4].encode_calls == []
+
+
+def test_results_and_report(files, tmp_path: Path, capsys) -> None:
+    db = ResultsDB(tmp_path / "r.sqlite")
+    tasks = parse_tasks(f"pairs:@{files['pairs']},sts:@{files['pairs']}")
+    evaluate([FakeMethod(spec="m1"), FakeMethod(spec="m2", dim=3)], tasks, db=db, log=lambda m: None)
+    assert _run(["results", "--db", str(db.path), "--task", "pairs", "--format", "markdown"]) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[0] == "| task | dataset | subset | metric | m1 | m2 | n |"
+    assert "| pairs | labelled | all | total | 4 | 4 | 4 |" in table
+    assert _run(["results", "--db", str(db.path), "--metric", "spearman", "--method", "m2", "--format", "json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["method"], r["task"], r["metric"]) for r in rows] == [("m2", "sts", "spearman")]
+    out = tmp_path / "report.html"
+    assert _run(["report", "--db", str(db.path), "--out", str(out)]) == 0
+    page = out.read_text()
+    assert page.count("data:image/png;base64,") == 2 and "<table>" in page and "http" not in page.lower()
+    assert _run(["report", "--db", str(tmp_path / "empty.sqlite"), "--out", str(out)]) == 1
+
+
+def test_bad_task_selection_is_a_clear_error(capsys) -> None:
+    assert _run(["eval", "x", "--tasks", "nonsense", "--no-db"]) == 2
+    assert "unknown task 'nonsense'" in capsys.readouterr().err
+    assert _run(["eval", "x", "--tasks", "pairs:@/no/such/file.tsv", "--no-db"]) == 2
+    assert "data file not found" in capsys.readouterr().err
+
+
+def test_triplet_intersection_records(files, tmp_path: Path) -> None:
+    from embedlab.datasets import load_grouped_texts
+    from embedlab.evaluation.triplets import broken_intersection, intersection_ratio
+
+    db = ResultsDB(tmp_path / "i.sqlite")
+    tasks = parse_tasks(f"triplets:@{files['groups']}", layout="line")
+    first, second = FakeMethod(spec="ref", dim=2), FakeMethod(spec="other", dim=3)
+    run = evaluate([first, second], tasks, db=db, intersections=True, log=lambda m: None)
+    (record,) = [r for r in run.records if r.metric == "intersection"]
+    assert record.method == "other" and record.subset == "vs ref"
+    data = load_grouped_texts(files["groups"], layout="line")
+    vectors = lambda m: np.stack([m.vector(t) for t in data.texts])  # noqa: E731
+    common, broken_1, broken_2 = broken_intersection(vectors(second), vectors(first), data)
+    assert record.value == pytest.approx(intersection_ratio(common, broken_1, broken_2), nan_ok=True)
+    again = evaluate([first, second], tasks, db=db, intersections=True, log=lambda m: None)
+    assert [r for r in again.records if r.metric == "intersection"] == [record]

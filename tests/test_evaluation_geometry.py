@@ -1,0 +1,80 @@
+"""Tests for embedlab.evaluation.geometry: IsoScore on closed-form cases, alignment and uniformity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
+
+from embedlab.evaluation.geometry import alignment, isoscore, uniformity
+
+
+def test_isoscore_one_direction_is_zero() -> None:
+    t = np.linspace(-1, 1, 50)[:, None]
+    points = t * np.array([[1.0, 2.0, -1.0, 0.5]])  # all variance along one line
+    assert isoscore(points) == pytest.approx(0.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("used", [2, 3, 5])
+def test_isoscore_k_equal_directions(used: int) -> None:
+    # k of n principal directions with equal variance: IsoScore = (k - 1) / (n - 1) (Rudman et al. 2022)
+    n = 6
+    corners = np.vstack([np.eye(n)[:used], -np.eye(n)[:used]])  # variance 1/k... equal along k axes
+    rotation, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(n, n)))
+    assert isoscore(corners @ rotation) == pytest.approx((used - 1) / (n - 1), abs=1e-9)
+
+
+def test_isoscore_isotropic_gaussian_near_one_and_package_agrees() -> None:
+    points = np.random.default_rng(0).normal(size=(20000, 8))
+    assert isoscore(points) > 0.99
+    skewed = points * np.array([5.0, 3, 1, 1, 0.5, 0.2, 0.1, 0.1])
+    value = isoscore(skewed)
+    assert 0 < value < 0.5
+    package = pytest.importorskip("IsoScore.IsoScore")
+    assert value == pytest.approx(float(package.IsoScore(skewed)), abs=1e-6)
+
+
+def test_alignment_hand_computed() -> None:
+    first = np.array([[0.0, 0.0], [1.0, 1.0]])
+    second = np.array([[3.0, 4.0], [1.0, 2.0]])
+    assert alignment(first, second) == pytest.approx((25 + 1) / 2)
+
+
+def test_uniformity_hand_computed() -> None:
+    # three points on a line at 0, 1, 3: squared distances 1, 9, 4
+    points = np.array([[0.0], [1.0], [3.0]])
+    expected = np.log(np.mean(np.exp(-2 * np.array([1.0, 9.0, 4.0]))))
+    assert uniformity(points) == pytest.approx(expected)
+    assert uniformity(points, block=1) == pytest.approx(expected)  # block boundaries do not matter
+    far = np.array([[0.0], [100.0]])  # exp underflows; the log-sum-exp does not
+    assert uniformity(far) == pytest.approx(-2 * 100.0 ** 2)
+
+
+def test_alignment_task_on_stsb_train() -> None:
+    from embedlab import datasets
+    from embedlab.evaluation.geometry import AlignmentTask
+
+    method = FakeMethod(dim=3)
+    records = {r.metric: r for r in AlignmentTask().run(method)}
+    data = datasets.stsb("train")
+    positives = int(np.sum(data.scores == 5.0))
+    assert records["alignment"].n == positives > 0
+    assert records["uniformity"].n == len(set(data.first) | set(data.second))
+    first = np.stack([method.vector(data.first[i]) for i in np.flatnonzero(data.scores == 5.0)])
+    second = np.stack([method.vector(data.second[i]) for i in np.flatnonzero(data.scores == 5.0)])
+    assert records["alignment"].value == pytest.approx(alignment(first, second), rel=1e-6)
+    assert -4.0 <= records["uniformity_unit"].value < 0  # unit vectors: squared distances lie in [0, 4]
+    assert len(method.encode_calls) == 1
+
+
+def test_isotropy_task_encodes_distinct_sentences_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from embedlab import datasets
+    from embedlab.evaluation.geometry import IsotropyTask
+
+    sentences = [f"sentence number {k} is long enough" for k in range(40)] + ["sentence number 0 is long enough"]
+    monkeypatch.setattr(datasets, "wikitext2_sentences", lambda split="test", min_chars=10: sentences)
+    method = FakeMethod(dim=4)
+    (record,) = IsotropyTask().run(method)
+    vectors = np.stack([method.vector(s) for s in dict.fromkeys(sentences)])
+    assert record.metric == "isoscore" and record.n == 40 and len(method.encode_calls) == 1
+    assert record.value == pytest.approx(isoscore(vectors))

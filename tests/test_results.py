@@ -1,0 +1,61 @@
+"""Tests for embedlab.results: storing, filtering, replacing and provenance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from embedlab.records import Record
+from embedlab.results import ResultsDB, default_path
+
+
+def _records(method: str = "minilm", value: float = 0.5) -> list[Record]:
+    return [
+        Record(method, "sts", "stsb", "test", "spearman", value, 1379),
+        Record(method, "sts", "stsb", "test", "pearson", value + 0.1, 1379),
+        Record(method, "pairs", "mrpc", "glue-train", "error", 0.25, 2953956),
+    ]
+
+
+def test_add_has_records_roundtrip(tmp_path: Path) -> None:
+    db = ResultsDB(tmp_path / "r.sqlite")
+    assert not db.has("minilm", "sts", "stsb")
+    db.add(_records(), fingerprint="abc", seed=3, extra={"note": "x"})
+    assert db.has("minilm", "sts", "stsb")
+    assert not db.has("minilm", "sts", "sick")
+    assert not db.has("other", "sts", "stsb")
+    stored = db.records(method="minilm", task="sts")
+    assert {r.metric: r.value for r in stored} == {"spearman": 0.5, "pearson": pytest.approx(0.6)}
+    assert all(isinstance(r, Record) and r.n == 1379 for r in stored)
+    assert len(db.records()) == 3
+    assert [r.task for r in db.records(dataset="mrpc")] == ["pairs"]
+    row = db.provenance(task="pairs")[0]
+    assert row["fingerprint"] == "abc" and row["seed"] == 3 and row["extra"] == {"note": "x"}
+    assert row["code_version"].startswith("0.") and row["created"] > 0
+
+
+def test_readd_replaces_and_persists(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    ResultsDB(path).add(_records(value=0.5), fingerprint="abc")
+    ResultsDB(path).add(_records(value=0.7), fingerprint="abc")
+    reopened = ResultsDB(path)
+    spearman = [r for r in reopened.records() if r.metric == "spearman"]
+    assert len(spearman) == 1 and spearman[0].value == pytest.approx(0.7)
+    assert reopened.delete("minilm", "sts", "stsb") == 2
+    assert not reopened.has("minilm", "sts", "stsb")
+
+
+def test_default_path_honours_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBEDLAB_RESULTS", str(tmp_path / "elsewhere.sqlite"))
+    assert default_path() == tmp_path / "elsewhere.sqlite"
+    db = ResultsDB()
+    assert db.path == tmp_path / "elsewhere.sqlite" and db.path.exists()
+    monkeypatch.delenv("EMBEDLAB_RESULTS")
+    monkeypatch.chdir(tmp_path)
+    assert default_path() == tmp_path / "embedlab_results.sqlite"
+
+
+def test_rejects_non_records(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="record 0"):
+        ResultsDB(tmp_path / "r.sqlite").add([("minilm", "sts")], fingerprint="x")  # type: ignore[list-item]
