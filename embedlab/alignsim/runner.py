@@ -14,7 +14,10 @@ or 4 is requested, whether or not criterion 1 is.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -45,6 +48,29 @@ class MethodResult:
 
     def add(self, dataset: str, subset: str, metric: str, value: float, n: int) -> None:
         self.records.append(Record(self.method, TASK, dataset, subset, metric, float(value), int(n)))
+
+    def save(self, folder: Path) -> Path:
+        """Write ``<slug>.json`` (records, notes) and ``<slug>.npz`` (margins) so reports can combine runs."""
+        folder.mkdir(parents=True, exist_ok=True)
+        slug = re.sub(r"[^A-Za-z0-9._+=-]+", "_", self.method)
+        keys = sorted(self.margins)
+        payload = {
+            "method": self.method,
+            "records": [r.as_dict() for r in self.records],
+            "notes": self.notes,
+            "margins": ["|".join(key) for key in keys],
+        }
+        path = folder / f"{slug}.json"
+        path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        np.savez(folder / f"{slug}.npz", **{f"m{index}": self.margins[key] for index, key in enumerate(keys)})
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> "MethodResult":
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+        arrays = np.load(Path(path).with_suffix(".npz"), allow_pickle=False)
+        margins = {tuple(key.split("|")): arrays[f"m{index}"] for index, key in enumerate(payload["margins"])}
+        return cls(payload["method"], [Record(**r) for r in payload["records"]], margins, payload["notes"])
 
     def value(self, dataset: str, subset: str, metric: str) -> float | None:
         for record in self.records:
@@ -190,6 +216,8 @@ def run_method(
         pairs = [(i["original"], i["perturbed"]) for i in items]
         if not pairs:
             result.notes.append(f"{dataset} {subset}: no items (all {skipped} sentences skipped)")
+            if skipped is not None:
+                result.add(dataset, subset, "skipped", skipped, skipped)
             return
         similarity = scorer.similarity(pairs)
         result.add(dataset, subset, "sim_mean", np.mean(similarity), len(pairs))
@@ -205,6 +233,7 @@ def run_method(
         scorer = scorers[dataset]
         if not items:
             result.notes.append(f"{dataset} {subset}: no items (all {skipped} sentences skipped)")
+            result.add(dataset, subset, "skipped", skipped, skipped)
             return
         paraphrase = [(i["original"], i["paraphrase"]) for i in items]
         perturbed = [(i["original"], i["perturbed"]) for i in items]
