@@ -3,8 +3,6 @@ sizes and save each method's result (records + per-item margins) so one report c
 
     nice -n 10 python scripts/alignsim_paper_run.py --out benchmarks/alignsim st:minilm minilm
     python scripts/alignsim_paper_run.py --out benchmarks/alignsim --report-only
-
-Until ``embedlab.load`` exists, ``st:minilm`` falls back to sentence-transformers' own encode.
 """
 
 from __future__ import annotations
@@ -17,22 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import embedlab  # noqa: E402
 from embedlab.alignsim.perturb import PerturbationSet, SamplingConfig, build_perturbation_set  # noqa: E402
 from embedlab.alignsim.report import write_report  # noqa: E402
 from embedlab.alignsim.runner import MethodResult, run_method  # noqa: E402
 from embedlab.alignsim.sources import ALL_DATASETS  # noqa: E402
-
-
-def load_method(spec: str):
-    import embedlab
-
-    if hasattr(embedlab, "load"):
-        return embedlab.load(spec)
-    if spec != "st:minilm":
-        raise SystemExit(f"embedlab.load is not available yet: cannot build {spec!r}")
-    from tests.alignsim_helpers import SentenceTransformerMinilm
-
-    return SentenceTransformerMinilm()
 
 
 def main() -> int:
@@ -64,7 +51,7 @@ def main() -> int:
         print(f"{dataset}: built in {time.time() - started:.0f}s {sets[dataset].skipped}", flush=True)
     for spec in args.specs:
         started = time.time()
-        result = run_method(load_method(spec), sets, {1, 2, 3, 4, 5}, batch_size=64, show_progress_bar=False)
+        result = run_method(embedlab.load(spec), sets, {1, 2, 3, 4, 5}, batch_size=64, show_progress_bar=False)
         result.save(args.out / "results")
         print(f"{spec}: scored in {time.time() - started:.0f}s", flush=True)
     results = [MethodResult.load(path) for path in sorted((args.out / "results").glob("*.json"))]

@@ -22,32 +22,11 @@ class RecordingMethod:
         return self.inner.encode(list(texts), batch_size=batch_size, show_progress_bar=False)
 
 
-class SentenceTransformerMinilm:
-    """sentence-transformers' own encode of the default model (what ``st:minilm`` means)."""
-
-    spec = "st:minilm"
-    pairwise = False
-
-    def __init__(self) -> None:
-        from sentence_transformers import SentenceTransformer
-
-        from embedlab.models import model_fingerprint, resolve_model_path
-
-        path = resolve_model_path("minilm")
-        self.model = SentenceTransformer(str(path), device="cpu")
-        self.fingerprint = model_fingerprint(path)
-
-    def encode(self, texts, batch_size=32, show_progress_bar=None, normalize=False):
-        return np.asarray(self.model.encode(list(texts), batch_size=batch_size, show_progress_bar=False), dtype=np.float32)
-
-
 def load_minilm():
-    """embedlab.load("st:minilm") once the method registry exists; sentence-transformers directly until then."""
+    """The sentence-transformers baseline of the default model, through the method registry."""
     import embedlab
 
-    if hasattr(embedlab, "load"):
-        return embedlab.load("st:minilm")
-    return SentenceTransformerMinilm()
+    return embedlab.load("st:minilm")
 
 
 def jaccard(a: str, b: str) -> float:

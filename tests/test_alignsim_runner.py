@@ -1,4 +1,4 @@
-"""embedlab.alignsim.runner on the real minilm model and small slices of the real data: one encode per
+"""embedlab.alignsim.runner on the real minilm model (``st:minilm``) and small slices of the real data: one encode per
 dataset, numbers recomputed independently with scikit-learn, pairwise methods without NED."""
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ def sets():
 
 
 @pytest.fixture(scope="module")
-def minilm():
+def st_minilm():
     return load_minilm()
 
 
 @pytest.fixture(scope="module")
-def minilm_run(sets, minilm):
-    method = RecordingMethod(minilm)
+def minilm_run(sets, st_minilm):
+    method = RecordingMethod(st_minilm)
     return method, run_method(method, sets, {1, 2, 3, 4, 5})
 
 
@@ -44,13 +44,13 @@ def test_one_encode_per_dataset_on_distinct_texts(sets, minilm_run):
         assert set(call) == set(perturbations.texts())
 
 
-def test_criterion1_and_alpha_match_an_independent_computation(sets, minilm, minilm_run):
+def test_criterion1_and_alpha_match_an_independent_computation(sets, st_minilm, minilm_run):
     _, result = minilm_run
     random_means = []
     for name in ("qqp", "paws", "mrpc"):
         items = sets[name].items["c1"]
-        positive = _cosine(minilm, [(i["text_a"], i["text_b"]) for i in items if i["kind"] == "positive"])
-        random = _cosine(minilm, [(i["text_a"], i["text_b"]) for i in items if i["kind"] == "random"])
+        positive = _cosine(st_minilm, [(i["text_a"], i["text_b"]) for i in items if i["kind"] == "positive"])
+        random = _cosine(st_minilm, [(i["text_a"], i["text_b"]) for i in items if i["kind"] == "random"])
         random_means.append(random.mean())
         assert result.value(name, "c1", "sim_pos_mean") == pytest.approx(positive.mean(), abs=1e-4)
         assert result.value(name, "c1", "sim_rnd_mean") == pytest.approx(random.mean(), abs=1e-4)
@@ -61,7 +61,7 @@ def test_criterion1_and_alpha_match_an_independent_computation(sets, minilm, min
     alpha = 1.0 - np.mean(random_means)
     assert result.value("all", "adjustment", "alpha") == pytest.approx(alpha, abs=1e-4)
     afin = sets["afin"].items["c4"]
-    affirmative = _cosine(minilm, [(i["original"], i["perturbed"]) for i in afin])
+    affirmative = _cosine(st_minilm, [(i["original"], i["perturbed"]) for i in afin])
     assert result.value("afin", "c4", "sim_adjusted") == pytest.approx(alpha * affirmative.mean(), abs=1e-4)
 
 
