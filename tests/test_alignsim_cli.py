@@ -10,7 +10,7 @@ import pytest
 
 from embedlab.cli_alignsim import add_cli, run_cli
 from embedlab.records import RECORD_KEYS
-from tests.alignsim_helpers import JaccardPairwise, StandInResultsDB, load_minilm
+from alignsim_helpers import JaccardPairwise, StandInResultsDB, load_minilm
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
