@@ -102,6 +102,31 @@ def _cmd_methods(args: argparse.Namespace) -> int:
     return 0
 
 
+DEMO_PAIRS = 12
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    """Embed a few STS-B test pairs with a method and print cosine beside the human score."""
+    import embedlab
+    from embedlab.paths import data_path
+
+    rows = []
+    with open(data_path("sts", "STSBenchmark", "sts-test.csv"), encoding="utf-8") as stream:
+        for line in stream:
+            fields = line.rstrip("\n").split("\t")
+            rows.append((float(fields[4]), fields[5], fields[6]))
+    chosen = [rows[index] for index in range(0, len(rows), len(rows) // args.pairs)][: args.pairs]
+    method = embedlab.load(args.spec)
+    scores = method.similarity([(a, b) for _, a, b in chosen])
+    print(f"method: {method.spec}  (STS-B test, {len(chosen)} pairs: human score 0-5 vs similarity)")
+    for (gold, a, b), score in sorted(zip(chosen, scores), key=lambda item: item[0][0]):
+        print(f"  {gold:4.2f}  {score:+.3f}  {a[:48]!r} ~ {b[:48]!r}")
+    from scipy.stats import spearmanr
+
+    print(f"Spearman over these pairs: {spearmanr([g for g, _, _ in chosen], scores).statistic:.3f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="embedlab", description=__doc__.split("\n\n")[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
@@ -124,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     methods = subparsers.add_parser("methods", help="list method families, options, presets and models")
     methods.set_defaults(handler=_cmd_methods)
+
+    demo = subparsers.add_parser("demo", help="similarities of a few STS-B test pairs next to their human scores")
+    demo.add_argument("spec", nargs="?", default="minilm")
+    demo.add_argument("--pairs", type=int, default=DEMO_PAIRS)
+    demo.set_defaults(handler=_cmd_demo)
 
     for module in FEATURE_MODULES:
         importlib.import_module(module).add_cli(subparsers)

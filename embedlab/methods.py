@@ -19,12 +19,15 @@ from __future__ import annotations
 import hashlib
 import importlib
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
+from safetensors.numpy import save as safetensors_save
 
 from embedlab.models import LoadedModel, load_model
+from embedlab.paths import atomic_write_bytes, cache_dir
 from embedlab.pooling import AGGREGATIONS, FlatTokens, aggregate, layer_matrix, resolve_layers, select_tokens, token_weights
-from embedlab.postprocess import Chain, make_step, parse_chain, validate_chain
+from embedlab.postprocess import Chain, make_step, parse_chain, read_safetensors, validate_chain
 from embedlab.spec import POOLED, ConcatSpec, FamilySchema, MethodSpec, Option, parse_spec, register_schema, schemas
 from embedlab.templates import TEMPLATES, get_template
 from embedlab.weights import (
@@ -282,6 +285,30 @@ class PooledMethod(VectorMethod):
         self._fitted = (idf, chain)
         return self
 
+    def save_fitted(self, path: str) -> None:
+        """Save the statistics learned by ``fit`` (idf^T, post-processing) as safetensors."""
+        if self._fitted is None:
+            raise RuntimeError(f"{self.spec}: nothing to save, call fit(texts) first")
+        idf, chain = self._fitted
+        tensors, metadata = chain.to_tensors()
+        tensors = {f"post.{key}": value for key, value in tensors.items()}
+        if idf is not None:
+            tensors["idf"] = idf
+        metadata.update(spec=self.spec, fingerprint=self.fingerprint)
+        atomic_write_bytes(Path(path), safetensors_save(tensors, metadata=metadata))
+
+    def load_fitted(self, path: str) -> PooledMethod:
+        """Restore statistics saved by ``save_fitted`` for this same method and model."""
+        tensors, metadata = read_safetensors(path)
+        if metadata.get("spec") != self.spec or metadata.get("fingerprint") != self.fingerprint:
+            raise ValueError(
+                f"{path} holds statistics of {metadata.get('spec')!r} (model {metadata.get('fingerprint')}), "
+                f"not of {self.spec!r} (model {self.fingerprint})"
+            )
+        chain = Chain.from_tensors({key[5:]: value for key, value in tensors.items() if key.startswith("post.")}, metadata)
+        self._fitted = (tensors.get("idf"), chain)
+        return self
+
     def _fit_chain(self, pooled: np.ndarray, idf: np.ndarray | None, batch_size: int, show_progress_bar: bool | None) -> Chain:
         steps = parse_chain(self._option("post") or "none")
         reference = None
@@ -304,7 +331,6 @@ class PooledMethod(VectorMethod):
     def _reference_vectors(self, idf: np.ndarray | None, batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         """Pooled vectors (before post-processing) of a seeded WikiText-2 sample, cached when target-independent."""
         from embedlab.corpus import wikitext2_sentences
-        from embedlab.paths import cache_dir
 
         sentences = wikitext2_sentences("train", min_chars=10, unk_token=self.model.tokenizer.unk_token or "<unk>")
         rng = np.random.default_rng(REFERENCE_SEED)

@@ -205,21 +205,35 @@ class Chain:
             vectors = step.transform(vectors)
         return vectors
 
-    def save(self, path: str | Path) -> None:
+    def to_tensors(self) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        """The fitted state as flat arrays plus string metadata (for safetensors)."""
         tensors = {f"{index}.{key}": np.ascontiguousarray(value) for index, step in enumerate(self.steps) for key, value in step.state.items()}
-        metadata = {"steps": json.dumps([step.name for step in self.steps])}
+        return tensors, {"steps": json.dumps([step.name for step in self.steps])}
+
+    @classmethod
+    def from_tensors(cls, tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> Chain:
+        steps = []
+        for index, name in enumerate(json.loads(metadata["steps"])):
+            step = make_step(name)
+            prefix = f"{index}."
+            step.state = {key[len(prefix) :]: value for key, value in tensors.items() if key.startswith(prefix)}
+            steps.append(step)
+        return cls(steps)
+
+    def save(self, path: str | Path) -> None:
+        tensors, metadata = self.to_tensors()
         atomic_write_bytes(Path(path), safetensors_save(tensors, metadata=metadata))
 
     @classmethod
     def load(cls, path: str | Path) -> Chain:
-        from safetensors import safe_open
+        tensors, metadata = read_safetensors(path)
+        return cls.from_tensors(tensors, metadata)
 
-        with safe_open(str(path), framework="numpy") as handle:
-            names = json.loads(handle.metadata()["steps"])
-        tensors = load_file(str(path))
-        steps = []
-        for index, name in enumerate(names):
-            step = make_step(name)
-            step.state = {key.split(".", 1)[1]: value for key, value in tensors.items() if key.split(".", 1)[0] == str(index)}
-            steps.append(step)
-        return cls(steps)
+
+def read_safetensors(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Arrays and metadata of a safetensors file."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="numpy") as handle:
+        metadata = dict(handle.metadata() or {})
+    return load_file(str(path)), metadata

@@ -36,8 +36,13 @@ def context_averaged_tables(
     batch_size: int = 32,
     block_size: int = 512,
     show_progress_bar: bool | None = None,
+    fill_unseen: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(L+2, V, d) per-layer average of every token's vectors over ``contexts``, and the (V,) counts."""
+    """(L+2, V, d) per-layer average of every token's vectors over ``contexts``, and the (V,) counts.
+
+    With ``fill_unseen`` (the default) tokens absent from ``contexts`` get their isolated-context
+    vectors (a model run over the rest of the vocabulary); without it their rows stay zero.
+    """
     vocab_size = len(model.tokenizer)
     layers = model.num_layers + 2
     sums = torch.zeros((layers, vocab_size, model.hidden_size), dtype=torch.float64)
@@ -53,19 +58,14 @@ def context_averaged_tables(
             for layer in range(layers):
                 sums[layer].index_add_(0, ids, vectors[layer])
     unseen = torch.nonzero(counts == 0).flatten().tolist()
-    if unseen:
-        isolated = _isolated_token_states(model, unseen, batch_size=256)
-        sums[:, unseen] = isolated.double()
-        counts_for_mean = counts.clone()
-        counts_for_mean[unseen] = 1
-    else:
-        counts_for_mean = counts
-    tables = (sums / counts_for_mean[None, :, None].double()).float().numpy()
+    if unseen and fill_unseen:
+        sums[:, unseen] = isolated_token_states(model, unseen).double()
+    tables = (sums / counts.clamp(min=1)[None, :, None].double()).float().numpy()
     return tables, counts.numpy()
 
 
 @torch.inference_mode()
-def _isolated_token_states(model: LoadedModel, token_ids: list[int], batch_size: int) -> torch.Tensor:
+def isolated_token_states(model: LoadedModel, token_ids: list[int], batch_size: int = 256) -> torch.Tensor:
     """(L+2, len(token_ids), d): each token's vectors in the one-token context [CLS] t [SEP]."""
     encoder = model.model
     embed = encoder.get_input_embeddings()

@@ -14,8 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import zlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +34,7 @@ from embedlab.templates import Template
 
 logger = logging.getLogger(__name__)
 
-CACHE_FORMAT = "1"
+CACHE_FORMAT = "2"
 
 
 @dataclass
@@ -52,10 +54,11 @@ class TokenStates:
         return int(self.token_ids.shape[0])
 
     def checksum(self) -> str:
-        digest = hashlib.sha256()
+        """CRC-32 over every array: catches damaged entries at a fraction of a cryptographic hash's cost."""
+        value = 0
         for array in (self.token_ids, self.states, self.chunk_ids, self.template_mask):
-            digest.update(np.ascontiguousarray(array).tobytes())
-        return digest.hexdigest()
+            value = zlib.crc32(np.ascontiguousarray(array), value)
+        return f"{value:08x}"
 
     def to_bytes(self) -> bytes:
         tensors = {
@@ -134,6 +137,9 @@ class TokenStateStore:
             _, dropped = self._memory.popitem(last=False)
             self._memory_bytes -= dropped.states.nbytes
 
+    def _write(self, key: str, states: TokenStates) -> None:
+        atomic_write_bytes(self._path(key), states.to_bytes())
+
     def _load_cached(self, key: str) -> TokenStates | None:
         if key in self._memory:
             self._memory.move_to_end(key)
@@ -157,23 +163,22 @@ class TokenStateStore:
         # verbose=False: long texts are chunked below, so the tokenizer's length warning does not apply
         return list(self.model.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
 
-    def _sequences(self, text_index: int, text: str, template: Template | None) -> list[_Sequence]:
-        tokenizer = self.model.tokenizer
-        prefix, suffix, suffix_masks = ([], [], [])
-        if template is not None:
-            prefix, suffix, suffix_masks = template.token_pieces(tokenizer)
+    def _sequences(self, text_index: int, text: str, token_ids: list[int], template: Template | None) -> list[_Sequence]:
+        """The model inputs of one text: one sequence, or one per sentence-packed chunk."""
+        prefix, suffix, suffix_masks = template.token_pieces(self.model.tokenizer) if template is not None else ([], [], [])
         frame_before, frame_after = self.model.special_frame
-        overhead = len(frame_before) + len(frame_after) + len(prefix) + len(suffix)
-        budget = self.model.max_length - overhead
+        budget = self.model.max_length - len(frame_before) - len(frame_after) - len(prefix) - len(suffix)
         if budget < 1:
             raise ValueError(f"template {template.name if template else ''} leaves no room for text in {self.model.max_length} tokens")
-        chunks = chunk_token_ids(text, self._tokenize, budget) if text.strip() else [[]]
+        if len(token_ids) <= budget:
+            chunks = [token_ids]
+        else:
+            chunks = chunk_token_ids(text, self._tokenize, budget)
         sequences = []
         for chunk_index, chunk in enumerate(chunks):
             input_ids = self.model.with_special_tokens(prefix + chunk + suffix)
             offset = len(frame_before) + len(prefix) + len(chunk)
-            positions = [offset + position for position in suffix_masks]
-            sequences.append(_Sequence(text_index, chunk_index, input_ids, positions))
+            sequences.append(_Sequence(text_index, chunk_index, input_ids, [offset + position for position in suffix_masks]))
         return sequences
 
     # -- computation -----------------------------------------------------------------------------
@@ -184,35 +189,59 @@ class TokenStateStore:
         batch_size: int = 32,
         show_progress_bar: bool | None = None,
     ) -> list[TokenStates]:
-        """Token states for every text, from the caches where present, else from the model."""
+        """Token states for every text, from the caches where present, else from the model.
+
+        New entries are written to disk by a background thread while later batches still run; all
+        writes have finished when this returns.
+        """
         keys = [self.key(text, template) for text in texts]
         results: list[TokenStates | None] = [self._load_cached(key) for key in keys]
         missing: dict[str, int] = {}
         for index, (key, found) in enumerate(zip(keys, results)):
             if found is None and key not in missing:
                 missing[key] = index
-        if missing:
-            computed = self._run_model([texts[index] for index in missing.values()], template, batch_size, show_progress_bar)
-            fresh = dict(zip(missing, computed))
-            for key, states in fresh.items():
+        if not missing:
+            return results  # type: ignore[return-value]
+        missing_keys = list(missing)
+        fresh: dict[str, TokenStates] = {}
+        with ThreadPoolExecutor(max_workers=1) as writer:
+            writes = []
+
+            def ready(position: int, states: TokenStates) -> None:
+                key = missing_keys[position]
+                fresh[key] = states
                 self._remember(key, states)
                 if self.use_disk_cache:
-                    atomic_write_bytes(self._path(key), states.to_bytes())
-            results = [found if found is not None else fresh[key] for key, found in zip(keys, results)]
-        return results  # type: ignore[return-value]
+                    writes.append(writer.submit(self._write, key, states))
+
+            self._run_model([texts[index] for index in missing.values()], template, batch_size, show_progress_bar, ready)
+            for write in writes:
+                write.result()  # surface any write error here
+        return [found if found is not None else fresh[key] for key, found in zip(keys, results)]
 
     @torch.inference_mode()
     def _run_model(
-        self, texts: Sequence[str], template: Template | None, batch_size: int, show_progress_bar: bool | None
-    ) -> list[TokenStates]:
-        sequences = [sequence for index, text in enumerate(texts) for sequence in self._sequences(index, text, template)]
+        self,
+        texts: Sequence[str],
+        template: Template | None,
+        batch_size: int,
+        show_progress_bar: bool | None,
+        ready: Callable[[int, TokenStates], None],
+    ) -> None:
+        """Run the model over all texts' sequences, longest first; call ``ready`` as each text completes."""
+        encoded = self.model.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
+        sequences = [
+            sequence for index, (text, ids) in enumerate(zip(texts, encoded)) for sequence in self._sequences(index, text, list(ids), template)
+        ]
+        remaining = [0] * len(texts)
+        for sequence in sequences:
+            remaining[sequence.text_index] += 1
+        done: list[list[tuple[_Sequence, np.ndarray]]] = [[] for _ in texts]
         order = sorted(range(len(sequences)), key=lambda position: -len(sequences[position].input_ids))
-        outputs: list[np.ndarray | None] = [None] * len(sequences)
         model, device = self.model.model, self.model.device
         pad_id = self.model.tokenizer.pad_token_id or 0
         embed = model.get_input_embeddings()
-        disable = not show_progress_bar  # like sentence-transformers: no bar unless asked for
-        for start in tqdm(range(0, len(order), batch_size), desc="token states", disable=disable):
+        for start in tqdm(range(0, len(order), batch_size), desc="token states", disable=not show_progress_bar):
             batch = [sequences[position] for position in order[start : start + batch_size]]
             width = max(len(sequence.input_ids) for sequence in batch)
             input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
@@ -223,35 +252,31 @@ class TokenStateStore:
             input_ids, attention = input_ids.to(device), attention.to(device)
             hidden = model(input_ids=input_ids, attention_mask=attention, output_hidden_states=True).hidden_states
             stacked = torch.stack([embed(input_ids), *hidden], dim=1).float().cpu().numpy()  # (b, L+2, width, d)
-            for row, position in enumerate(order[start : start + batch_size]):
-                length = len(sequences[position].input_ids)
-                outputs[position] = np.ascontiguousarray(stacked[row, :, :length])
-        per_text: list[list[int]] = [[] for _ in texts]
-        for position, sequence in enumerate(sequences):
-            per_text[sequence.text_index].append(position)
-        results = []
-        for positions in per_text:
-            chunk_states = [outputs[position] for position in positions]
-            ids = [np.asarray(sequences[position].input_ids, dtype=np.int64) for position in positions]
-            template_mask = []
-            for position in positions:
-                mask = np.zeros(len(sequences[position].input_ids), dtype=bool)
-                mask[sequences[position].template_positions] = True
-                template_mask.append(mask)
-            results.append(
-                TokenStates(
-                    token_ids=np.concatenate(ids),
-                    states=np.concatenate(chunk_states, axis=1),
-                    chunk_ids=np.concatenate(
-                        [np.full(len(chunk), sequences[position].chunk_index, dtype=np.int32) for chunk, position in zip(ids, positions)]
-                    ),
-                    template_mask=np.concatenate(template_mask),
-                )
-            )
-        return results
+            for row, sequence in enumerate(batch):
+                done[sequence.text_index].append((sequence, stacked[row, :, : len(sequence.input_ids)]))
+                remaining[sequence.text_index] -= 1
+                if remaining[sequence.text_index] == 0:
+                    ready(sequence.text_index, _assemble(done[sequence.text_index]))
+                    done[sequence.text_index] = []
 
     def special_token_mask(self, token_ids: np.ndarray) -> np.ndarray:
         return np.isin(token_ids, self._special_ids)
+
+
+def _assemble(parts: list[tuple[_Sequence, np.ndarray]]) -> TokenStates:
+    """One text's token states from its chunks' outputs, in chunk order."""
+    parts = sorted(parts, key=lambda part: part[0].chunk_index)
+    masks = []
+    for sequence, _ in parts:
+        mask = np.zeros(len(sequence.input_ids), dtype=bool)
+        mask[sequence.template_positions] = True
+        masks.append(mask)
+    return TokenStates(
+        token_ids=np.concatenate([np.asarray(sequence.input_ids, dtype=np.int64) for sequence, _ in parts]),
+        states=np.ascontiguousarray(np.concatenate([states for _, states in parts], axis=1)),
+        chunk_ids=np.concatenate([np.full(len(sequence.input_ids), sequence.chunk_index, dtype=np.int32) for sequence, _ in parts]),
+        template_mask=np.concatenate(masks),
+    )
 
 
 _STORES: dict[tuple[str, str], TokenStateStore] = {}

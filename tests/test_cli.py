@@ -1,5 +1,4 @@
 import io
-import json
 
 import numpy as np
 import pytest

@@ -91,3 +91,13 @@ def test_similarity_is_the_cosine(sts_sentences):
     pairs = [(sts_sentences[0], sts_sentences[1]), (sts_sentences[2], sts_sentences[3])]
     vectors = method.encode(sts_sentences[:4], normalize=True)
     np.testing.assert_allclose(method.similarity(pairs), [vectors[0] @ vectors[1], vectors[2] @ vectors[3]], atol=1e-5)
+
+
+def test_fitted_statistics_are_saved_and_restored_without_pickle(sts_sentences, tmp_path):
+    spec = "minilm:weights=idf-target,post=zscore+abtt-2+normalize"
+    fitted = embedlab.load(spec).fit(sts_sentences)
+    fitted.save_fitted(str(tmp_path / "fitted.safetensors"))
+    restored = embedlab.load(spec).load_fitted(str(tmp_path / "fitted.safetensors"))
+    np.testing.assert_array_equal(restored.encode(sts_sentences[:5]), fitted.encode(sts_sentences[:5]))
+    with pytest.raises(ValueError, match="holds statistics of"):
+        embedlab.load("minilm:post=zscore").load_fitted(str(tmp_path / "fitted.safetensors"))

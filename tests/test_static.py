@@ -1,12 +1,18 @@
 import numpy as np
+import pytest
 import torch
 
 import embedlab
 from embedlab import static
-from embedlab.static import context_averaged_tables, random_token_table
+from embedlab.static import context_averaged_tables, isolated_token_states, random_token_table
 from embedlab.token_states import TokenStateStore
 
 CORPUS = ["The cat sat on the mat.", "A dog sat on the cat.", "The mat was red and the dog was brown."]
+
+
+@pytest.fixture(scope="module")
+def tiny_tables(minilm):
+    return context_averaged_tables(minilm, CORPUS, fill_unseen=False)
 
 
 def test_random_table_is_seeded_normal():
@@ -24,8 +30,8 @@ def test_random_embedding_is_the_mean_of_its_token_vectors(minilm):
     np.testing.assert_allclose(embedlab.load("random:minilm").encode([text])[0], expected, rtol=1e-5, atol=1e-7)
 
 
-def test_avg_table_equals_a_direct_average_over_a_tiny_corpus(minilm):
-    tables, counts = context_averaged_tables(minilm, CORPUS)
+def test_avg_table_equals_a_direct_average_over_a_tiny_corpus(minilm, tiny_tables):
+    tables, counts = tiny_tables
     vocab = minilm.tokenizer.get_vocab()
     states = TokenStateStore(minilm, use_disk_cache=False).compute(CORPUS)
     for word in ("the", "cat", "sat", "[CLS]"):
@@ -34,20 +40,25 @@ def test_avg_table_equals_a_direct_average_over_a_tiny_corpus(minilm):
         stacked = np.concatenate(occurrences, axis=1)
         assert counts[token] == stacked.shape[1]
         np.testing.assert_allclose(tables[:, token], stacked.mean(axis=1), atol=1e-5)
-    # a token absent from the corpus gets its vectors from the context [CLS] token [SEP]
-    unseen = vocab["guitar"]
-    assert counts[unseen] == 0
+    assert counts[vocab["guitar"]] == 0 and not tables[:, vocab["guitar"]].any()
+
+
+def test_a_token_absent_from_the_corpus_gets_its_isolated_context_vectors(minilm):
+    vocab = minilm.tokenizer.get_vocab()
+    unseen = [vocab["guitar"], vocab["violin"]]
+    isolated = isolated_token_states(minilm, unseen).numpy()
+    assert isolated.shape == (minilm.num_layers + 2, 2, minilm.hidden_size)
     with torch.inference_mode():
-        ids = torch.tensor([[vocab["[CLS]"], unseen, vocab["[SEP]"]]])
+        ids = torch.tensor([[vocab["[CLS]"], unseen[1], vocab["[SEP]"]]])
         hidden = minilm.model(input_ids=ids, output_hidden_states=True).hidden_states
-    np.testing.assert_allclose(tables[minilm.num_layers + 1, unseen], hidden[-1][0, 1].numpy(), atol=1e-5)
-    np.testing.assert_allclose(tables[0, unseen], minilm.model.get_input_embeddings().weight[unseen].detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(isolated[-1, 1], hidden[-1][0, 1].numpy(), atol=1e-5)
+    np.testing.assert_allclose(isolated[0, 0], minilm.model.get_input_embeddings().weight[unseen[0]].detach().numpy(), atol=1e-6)
 
 
-def test_avg_and_mix_families_use_the_tables(minilm, monkeypatch):
-    tables, _ = context_averaged_tables(minilm, CORPUS)
+def test_avg_and_mix_families_use_the_tables(minilm, monkeypatch, tiny_tables):
+    tables, _ = tiny_tables
     monkeypatch.setattr(static, "avg_tables", lambda model: tables)
-    text = ["the cat sat on a guitar"]
+    text = ["the cat sat on a mat"]
     ids = minilm.tokenizer(text[0])["input_ids"]
     avg = embedlab.load("avg:minilm,layers=1").encode(text)[0]
     np.testing.assert_allclose(avg, tables[2][ids].mean(0), rtol=1e-5, atol=1e-6)
