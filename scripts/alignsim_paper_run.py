@@ -1,0 +1,64 @@
+"""Paper check for ALIGN-SIM (docs/alignsim.md): run the criteria for given method specs at paper-like
+sizes and save each method's result (records + per-item margins) so one report can combine them.
+
+    nice -n 10 python scripts/alignsim_paper_run.py --out benchmarks/alignsim st:minilm minilm
+    python scripts/alignsim_paper_run.py --out benchmarks/alignsim --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import embedlab  # noqa: E402
+from embedlab.alignsim.perturb import PerturbationSet, SamplingConfig, build_perturbation_set  # noqa: E402
+from embedlab.alignsim.report import write_report  # noqa: E402
+from embedlab.alignsim.runner import MethodResult, run_method  # noqa: E402
+from embedlab.alignsim.sources import ALL_DATASETS  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("specs", nargs="*")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pairs-per-label", type=int, default=2500)
+    parser.add_argument("--sentences", type=int, default=1000)
+    parser.add_argument("--triplets", type=int, default=1000)
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    config = SamplingConfig(args.seed, args.pairs_per_label, args.sentences, args.triplets, None)
+    folder = args.out / "perturbations"
+    sets = {}
+    for dataset in ALL_DATASETS:
+        try:
+            loaded = PerturbationSet.load(folder, dataset)
+            if loaded.config == config:
+                sets[dataset] = loaded
+                continue
+        except FileNotFoundError:
+            pass
+        if args.report_only:
+            raise SystemExit(f"no perturbation set for {dataset} under {folder}")
+        started = time.time()
+        sets[dataset] = build_perturbation_set(dataset, config)
+        sets[dataset].save(folder)
+        print(f"{dataset}: built in {time.time() - started:.0f}s {sets[dataset].skipped}", flush=True)
+    for spec in args.specs:
+        started = time.time()
+        result = run_method(embedlab.load(spec), sets, {1, 2, 3, 4, 5}, batch_size=64, show_progress_bar=False)
+        result.save(args.out / "results")
+        print(f"{spec}: scored in {time.time() - started:.0f}s", flush=True)
+    results = [MethodResult.load(path) for path in sorted((args.out / "results").glob("*.json"))]
+    summaries = {d: json.loads((folder / f"{d}.summary.json").read_text()) for d in ALL_DATASETS}
+    print(write_report(results, args.out, list(ALL_DATASETS), summaries))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""embedlab.cli_alignsim: the ``alignsim`` subcommand end to end on ``st:minilm`` and small slices (stand-in
+results database until embedlab.results is on main)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from embedlab.cli_alignsim import add_cli, run_cli
+from embedlab.records import RECORD_KEYS
+from alignsim_helpers import JaccardPairwise, StandInResultsDB, load_minilm
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="embedlab")
+    add_cli(parser.add_subparsers())
+    return parser.parse_args(argv)
+
+
+@pytest.fixture(scope="module")
+def st_minilm():
+    return load_minilm()
+
+
+def test_json_output_records_database_and_report(tmp_path, capsys, st_minilm):
+    database = StandInResultsDB()
+    args = _parse(
+        ["alignsim", "st:minilm", "--criteria", "1,4", "--datasets", "mrpc,afin", "--pairs-per-label", "6",
+         "--afin-pairs", "6", "--out", str(tmp_path), "--format", "json"]
+    )
+    assert args.handler is run_cli
+    assert run_cli(args, load_method=lambda spec: st_minilm, open_db=lambda path: database) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines and all(tuple(line) == RECORD_KEYS for line in lines)
+    # α needs QQP and PAWS random pairs too, but only the asked-for datasets are reported
+    assert {line["dataset"] for line in lines} == {"mrpc", "afin", "all"}
+    assert {line["subset"] for line in lines} == {"c1", "c4", "adjustment"}
+    assert len(database.rows) == len(lines) and all(seed == 0 for _, _, seed in database.rows)
+    assert database.has("st:minilm", "alignsim", "afin")
+    report = (tmp_path / "report.md").read_text()
+    assert "Criterion 1" in report and "Criterion 4" in report and "paper SBERT" in report
+    for name in ("c1_mrpc_sim.png", "c1_mrpc_ned.png"):
+        assert (tmp_path / "figures" / name).read_bytes()[:4] == b"\x89PNG"
+    # the perturbation sets are saved for inspection, QQP/PAWS only with the random pairs α needs
+    assert (tmp_path / "perturbations" / "mrpc.c1.jsonl").exists()
+    assert not (tmp_path / "perturbations" / "qqp.c2.jsonl").exists()
+
+
+def test_pairwise_method_table_output(tmp_path, capsys):
+    args = _parse(
+        ["alignsim", "test:jaccard", "--criteria", "5", "--datasets", "paws", "--triplets", "5", "--out", str(tmp_path),
+         "--no-db"]
+    )
+    assert run_cli(args, load_method=lambda spec: JaccardPairwise()) == 0
+    output = capsys.readouterr().out
+    assert "Criterion 5" in output and "test:jaccard" in output
+    assert "NED is skipped" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "figures" / "c5_n1_paws_sim.png").exists()
+    assert not (tmp_path / "figures" / "c5_n1_paws_ned.png").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["alignsim", "x", "--criteria", "7"], ["alignsim", "x", "--datasets", "sts"], ["alignsim", "x", "--sim-epsilons", "a"]],
+)
+def test_bad_arguments_are_rejected(argv):
+    with pytest.raises(SystemExit):
+        _parse(argv)

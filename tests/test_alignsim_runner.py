@@ -1,0 +1,103 @@
+"""embedlab.alignsim.runner on the real minilm model (``st:minilm``) and small slices of the real data: one encode per
+dataset, numbers recomputed independently with scikit-learn, pairwise methods without NED."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics.pairwise import paired_cosine_distances
+
+from embedlab.alignsim.perturb import SamplingConfig, build_perturbation_set
+from embedlab.alignsim.runner import run_method
+from alignsim_helpers import JaccardPairwise, RecordingMethod, jaccard, load_minilm
+
+CONFIG = SamplingConfig(seed=0, pairs_per_label=8, sentences=8, triplets=8, afin_pairs=8)
+
+
+@pytest.fixture(scope="module")
+def sets():
+    return {name: build_perturbation_set(name, CONFIG) for name in ("qqp", "paws", "mrpc", "afin")}
+
+
+@pytest.fixture(scope="module")
+def st_minilm():
+    return load_minilm()
+
+
+@pytest.fixture(scope="module")
+def minilm_run(sets, st_minilm):
+    method = RecordingMethod(st_minilm)
+    return method, run_method(method, sets, {1, 2, 3, 4, 5})
+
+
+def _cosine(model, pairs):
+    first = model.encode([a for a, _ in pairs])
+    second = model.encode([b for _, b in pairs])
+    return 1.0 - paired_cosine_distances(first, second)
+
+
+def test_one_encode_per_dataset_on_distinct_texts(sets, minilm_run):
+    method, _ = minilm_run
+    assert len(method.calls) == 4
+    for call, (name, perturbations) in zip(method.calls, sets.items()):
+        assert len(call) == len(set(call))
+        assert set(call) == set(perturbations.texts())
+
+
+def test_criterion1_and_alpha_match_an_independent_computation(sets, st_minilm, minilm_run):
+    _, result = minilm_run
+    random_means = []
+    for name in ("qqp", "paws", "mrpc"):
+        items = sets[name].items["c1"]
+        positive = _cosine(st_minilm, [(i["text_a"], i["text_b"]) for i in items if i["kind"] == "positive"])
+        random = _cosine(st_minilm, [(i["text_a"], i["text_b"]) for i in items if i["kind"] == "random"])
+        random_means.append(random.mean())
+        assert result.value(name, "c1", "sim_pos_mean") == pytest.approx(positive.mean(), abs=1e-4)
+        assert result.value(name, "c1", "sim_rnd_mean") == pytest.approx(random.mean(), abs=1e-4)
+        assert result.value(name, "c1", "sim_pass@0") == pytest.approx(np.mean(positive - random > 0), abs=1e-6)
+        # a sentence encoder finds paraphrases far closer than shuffled pairs, in cosine and NED
+        assert result.value(name, "c1", "sim_pos_mean") > result.value(name, "c1", "sim_rnd_mean") + 0.3
+        assert result.value(name, "c1", "ned_pos_mean") < result.value(name, "c1", "ned_rnd_mean")
+    alpha = 1.0 - np.mean(random_means)
+    assert result.value("all", "adjustment", "alpha") == pytest.approx(alpha, abs=1e-4)
+    afin = sets["afin"].items["c4"]
+    affirmative = _cosine(st_minilm, [(i["original"], i["perturbed"]) for i in afin])
+    assert result.value("afin", "c4", "sim_adjusted") == pytest.approx(alpha * affirmative.mean(), abs=1e-4)
+
+
+def test_every_criterion_reports_and_counts_skips(sets, minilm_run):
+    _, result = minilm_run
+    for name in ("qqp", "paws", "mrpc"):
+        for n in (1, 2, 3):
+            kept = sum(1 for item in sets[name].items["c2"] if item["n"] == n)
+            skipped = result.value(name, f"c2/n={n}", "skipped")
+            assert kept + skipped == 8
+            if kept:  # short QQP questions may have fewer than n replaceable words: all skipped, none scored
+                scored = next(r for r in result.records if (r.dataset, r.subset, r.metric) == (name, f"c2/n={n}", "sim_mean"))
+                assert scored.n == kept
+                assert 0.0 < result.value(name, f"c2/n={n}", "sim_adjusted") < 1.0
+            else:
+                assert result.value(name, f"c2/n={n}", "sim_mean") is None
+            assert (name, f"c5/n={n}", "sim") in result.margins
+        assert result.value(name, "c3", "skipped") == sets[name].skipped["c3"]
+    margins = result.margins[("mrpc", "c5/n=1", "ned")]
+    assert margins.dtype == np.float32 and np.abs(margins).max() <= 1.0
+
+
+def test_pairwise_method_uses_its_own_similarity_and_skips_ned(sets):
+    method = JaccardPairwise()
+    chosen = {name: sets[name] for name in ("qqp", "mrpc")}
+    result = run_method(method, chosen, {1, 3})
+    assert len(method.calls) == 2  # one similarity() call per dataset
+    assert not any(r.metric.startswith("ned") for r in result.records)
+    assert any("NED is skipped" in note for note in result.notes)
+    items = sets["mrpc"].items["c1"]
+    expected = np.mean([jaccard(i["text_a"], i["text_b"]) for i in items if i["kind"] == "positive"])
+    assert result.value("mrpc", "c1", "sim_pos_mean") == pytest.approx(expected, abs=1e-6)
+
+
+def test_adjusted_criteria_need_random_pairs_of_all_three_datasets(sets):
+    with pytest.raises(ValueError, match="random pairs"):
+        run_method(JaccardPairwise(), {"afin": sets["afin"]}, {4})
+    with pytest.raises(ValueError, match="unknown ALIGN-SIM criteria"):
+        run_method(JaccardPairwise(), sets, {6})
