@@ -387,6 +387,7 @@ class _BatchedTop(torch.nn.Module):
         model = masked_lm.model
         config = model.config
         self.names = list(names)
+        self.texts = texts
         self.block_names = block_vectors(masked_lm.num_layers)
         self.block_mode = any(name in self.block_names for name in names)
         state = dict(model.named_parameters())
@@ -404,17 +405,29 @@ class _BatchedTop(torch.nn.Module):
         self.hidden_size = int(config.hidden_size)
 
     def vector(self, name: str, owner: torch.Tensor) -> torch.Tensor:
-        """Per-position rows of a vector: the owning text's tuned row, or the fixed model value."""
+        """Per-position rows of a vector: the owning text's tuned row, or the fixed model value.
+
+        Rows are picked with a one-hot matmul rather than indexing: its backward (a matmul) sums each
+        text's gradient in a fixed order, where index backward (scatter-add) is not deterministic on CPU.
+        """
         if name in self.tuned:
-            return self.tuned[name][owner]
+            return self._one_hot(owner) @ self.tuned[name]
         return self.original[name]
+
+    def _one_hot(self, owner: torch.Tensor) -> torch.Tensor:
+        cached = getattr(self, "_one_hot_cache", None)
+        if cached is not None and cached[0] is owner:
+            return cached[1]
+        matrix = torch.nn.functional.one_hot(owner, num_classes=self.texts).to(torch.float32)
+        self._one_hot_cache = (owner, matrix)
+        return matrix
 
     def block_output(self, features: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
         """Last block's output LayerNorm with the (possibly tuned) dense bias change and affine vectors."""
         weight_name, bias_name, dense_bias_name = self.block_names
         shifted = features
         if dense_bias_name in self.tuned:
-            shifted = features + (self.tuned[dense_bias_name][owner] - self.original[dense_bias_name])
+            shifted = features + (self.vector(dense_bias_name, owner) - self.original[dense_bias_name])
         normalised = torch.nn.functional.layer_norm(shifted, (self.hidden_size,), eps=self.block_eps)
         return normalised * self.vector(weight_name, owner) + self.vector(bias_name, owner)
 
