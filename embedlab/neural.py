@@ -250,13 +250,18 @@ def micro_tune_reference(masked_lm: MaskedLM, inputs: TextInputs, options: Neura
     blocks and the head over all positions (logits everywhere, as the reference implementation does).
     The tuned parameters are restored to their original values afterwards.
     """
-    from transformers.masking_utils import create_bidirectional_mask
-
     model = masked_lm.model
     parameters = _check_parameters(model, options.params)
     originals = {name: parameter.detach().clone() for name, parameter in parameters.items()}
     lowest = _lowest_tuned_block(options.params, masked_lm.num_layers)
-    torch.manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):  # a per-text seed without disturbing the caller's random state
+        torch.manual_seed(seed)
+        return _reference_steps(model, parameters, originals, lowest, masked_lm.num_layers, inputs, options)
+
+
+def _reference_steps(model, parameters, originals, lowest: int, num_layers: int, inputs: TextInputs, options: NeuralOptions) -> list[torch.Tensor]:
+    from transformers.masking_utils import create_bidirectional_mask
+
     try:
         for parameter in parameters.values():
             parameter.requires_grad_(True)
@@ -268,7 +273,7 @@ def micro_tune_reference(masked_lm: MaskedLM, inputs: TextInputs, options: Neura
                 frozen = outputs.hidden_states[lowest]
                 embeds = outputs.hidden_states[0]
         mask = None
-        if 0 <= lowest < masked_lm.num_layers:
+        if 0 <= lowest < num_layers:
             mask = create_bidirectional_mask(config=model.config, inputs_embeds=embeds, attention_mask=inputs.attention_mask)
         for _ in range(options.epochs):
             if lowest < 0:
