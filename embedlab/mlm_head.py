@@ -24,6 +24,7 @@ import json
 import math
 import re
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -468,8 +469,10 @@ def train_head(
             }
         start_epoch = int(meta["epoch"])
         history = json.loads(meta["history"])
-        for _ in range(start_epoch * steps_per_epoch):  # replay the schedule to where it stopped
-            scheduler.step()
+        with warnings.catch_warnings():  # stepping the schedule alone is the point here
+            warnings.simplefilter("ignore", UserWarning)
+            for _ in range(start_epoch * steps_per_epoch):  # replay the schedule to where it stopped
+                scheduler.step()
         log(f"resumed from {checkpoint} after epoch {start_epoch}")
 
     for epoch in range(start_epoch, config.epochs):
