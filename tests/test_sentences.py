@@ -1,0 +1,27 @@
+from embedlab.sentences import chunk_token_ids, pack_sentences, split_sentences
+
+
+def test_split_sentences_handles_abbreviations():
+    assert split_sentences("Dr. Smith arrived at 5 p.m. today. He left! Why?") == [
+        "Dr. Smith arrived at 5 p.m. today.",
+        "He left!",
+        "Why?",
+    ]
+    assert split_sentences("   ") == []
+
+
+def test_pack_sentences_is_greedy_and_keeps_sentences_whole():
+    sentences = [[1] * 3, [2] * 4, [3] * 2, [4] * 5]
+    assert pack_sentences(sentences, budget=7) == [[1, 1, 1, 2, 2, 2, 2], [3, 3, 4, 4, 4, 4, 4]]
+
+
+def test_over_long_sentence_is_cut_not_dropped():
+    chunks = pack_sentences([[1, 1], list(range(10, 22)), [2]], budget=5)
+    assert chunks == [[1, 1], [10, 11, 12, 13, 14], [15, 16, 17, 18, 19], [20, 21], [2]]
+    assert sum(len(chunk) for chunk in chunks) == 15
+
+
+def test_short_text_is_one_chunk():
+    tokenize = lambda text: [len(word) for word in text.split()]  # noqa: E731 - a stand-in tokenizer
+    assert chunk_token_ids("one two three.", tokenize, budget=10) == [[3, 3, 6]]
+    assert chunk_token_ids("One two. Three four. Five.", tokenize, budget=4) == [[3, 4, 5, 5], [5]]

@@ -1,0 +1,94 @@
+import numpy as np
+import pytest
+import torch
+
+from embedlab.sentences import split_sentences
+from embedlab.templates import TEMPLATES, get_template
+from embedlab.token_states import TokenStates, TokenStateStore
+
+
+def test_every_layer_is_stored_with_the_right_meaning(minilm, isolated_cache):
+    store = TokenStateStore(minilm)
+    [states] = store.compute(["A man is playing a guitar."])
+    ids = torch.tensor([states.token_ids.tolist()])
+    assert states.states.shape == (minilm.num_layers + 2, len(states.token_ids), minilm.hidden_size)
+    assert states.states.dtype == np.float32
+    with torch.inference_mode():
+        outputs = minilm.model(input_ids=ids, output_hidden_states=True)
+        static = minilm.model.get_input_embeddings()(ids)[0].numpy()
+    np.testing.assert_allclose(states.layer(-1), static, atol=1e-6)
+    np.testing.assert_allclose(states.layer(0), outputs.hidden_states[0][0].numpy(), atol=1e-5)
+    np.testing.assert_allclose(states.layer(minilm.num_layers), outputs.last_hidden_state[0].numpy(), atol=1e-4)
+    assert states.token_ids[0] == minilm.tokenizer.cls_token_id and states.token_ids[-1] == minilm.tokenizer.sep_token_id
+
+
+def test_batching_and_padding_do_not_change_states(minilm, isolated_cache, sts_sentences):
+    alone = TokenStateStore(minilm, use_disk_cache=False).compute(sts_sentences[:1])[0]
+    batched = TokenStateStore(minilm, use_disk_cache=False).compute(sts_sentences[:16], batch_size=8)[0]
+    np.testing.assert_allclose(alone.states, batched.states, atol=1e-4)
+
+
+def test_disk_cache_is_reused_and_damaged_entries_are_recomputed(minilm, isolated_cache, sts_sentences):
+    texts = sts_sentences[:4]
+    first = TokenStateStore(minilm).compute(texts)
+    files = sorted(isolated_cache.rglob("*.safetensors"))
+    assert len(files) == 4
+    reread = TokenStateStore(minilm).compute(texts)  # a fresh store reads the disk cache
+    for a, b in zip(first, reread):
+        np.testing.assert_array_equal(a.states, b.states)
+    # damage one entry: flip bytes inside the data, truncate another
+    payload = bytearray(files[0].read_bytes())
+    payload[-10] ^= 0xFF
+    files[0].write_bytes(bytes(payload))
+    files[1].write_bytes(files[1].read_bytes()[:100])
+    with pytest.raises(ValueError):
+        TokenStates.from_bytes(files[0].read_bytes())
+    recomputed = TokenStateStore(minilm).compute(texts)
+    for a, b in zip(first, recomputed):
+        np.testing.assert_array_equal(a.states, b.states)
+    TokenStates.from_bytes(files[0].read_bytes())  # rewritten intact
+
+
+def test_cache_key_depends_on_model_template_and_text(minilm):
+    store = TokenStateStore(minilm, use_disk_cache=False)
+    keys = {store.key("a text", None), store.key("a text ", None), store.key("a text", get_template("T0"))}
+    assert len(keys) == 3
+
+
+def test_long_text_is_split_into_sentence_packed_chunks(minilm, isolated_cache):
+    words = "The committee reviewed the proposal and approved a revised budget for the coming year".split()
+    sentences = [" ".join(words[(i % 5) :] ) + f" number {i}." for i in range(400)]
+    text = " ".join(sentences)
+    assert len(text.split()) >= 5000
+    [states] = TokenStateStore(minilm, use_disk_cache=False).compute([text])
+    chunks = np.unique(states.chunk_ids)
+    assert len(chunks) > 20
+    tokenizer = minilm.tokenizer
+    sentence_ids = [tokenizer(s, add_special_tokens=False)["input_ids"] for s in split_sentences(text)]
+    all_ids = [i for ids in sentence_ids for i in ids]
+    boundaries = set(np.cumsum([len(ids) for ids in sentence_ids]).tolist())
+    consumed = 0
+    for chunk in chunks:
+        ids = states.token_ids[states.chunk_ids == chunk]
+        assert ids[0] == tokenizer.cls_token_id and ids[-1] == tokenizer.sep_token_id
+        assert len(ids) <= minilm.max_length
+        body = ids[1:-1].tolist()
+        assert body == all_ids[consumed : consumed + len(body)]  # nothing dropped or reordered
+        consumed += len(body)
+        assert consumed in boundaries  # every chunk ends at a sentence end
+    assert consumed == len(all_ids)
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_template_mask_positions_are_found_for_every_text(minilm, name, sts_sentences):
+    template = get_template(name)
+    texts = sts_sentences[:5] + ["a text that itself says [MASK] literally", ""]
+    store = TokenStateStore(minilm, use_disk_cache=False)
+    for states in store.compute(texts, template=template):
+        positions = np.flatnonzero(states.template_mask)
+        assert len(positions) == template.num_masks
+        assert (states.token_ids[positions] == minilm.tokenizer.mask_token_id).all()
+    # the templated sequence is the template string itself, tokenised as a whole
+    [states] = store.compute(["Dogs bark."], template=template)
+    expected = minilm.tokenizer(template.text.replace("[X]", "Dogs bark.").replace("[MASK]", minilm.tokenizer.mask_token))["input_ids"]
+    assert states.token_ids.tolist() == expected
