@@ -208,3 +208,22 @@ def test_embedder_options_and_cache(minilm, tmp_path, monkeypatch) -> None:
     assert blueprint.options.blueprints == BLUEPRINTS[:3]
     with pytest.raises(ValueError, match="unknown option"):
         NeuralEmbedder("minilm", {"epoch": "3"})
+
+
+def test_neural_family_specs(minilm, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
+    import embedlab.neural_family  # noqa: F401  (registers the family)
+    from embedlab.methods import load
+    from embedlab.spec import SpecError
+
+    method = load("neural:minilm,epochs=2,lr=1e-2,params=head")
+    assert method.spec == "neural:minilm,epochs=2"  # defaults dropped, canonical order
+    vectors = method.encode(SENTENCES[:2])
+    assert vectors.shape == (2, 1152) and vectors.dtype == np.float32
+    direct = NeuralEmbedder("minilm", {"epochs": "2"}).embed(SENTENCES[:2])
+    assert np.array_equal(vectors, direct)
+    both = load("neural:minilm,epochs=2+minilm")
+    assert both.encode(SENTENCES[:2]).shape == (2, 1152 + 384)
+    assert load("neural:minilm,skip-layer=1").spec == "neural:minilm,skip-layer=1"
+    with pytest.raises(SpecError, match="skip-layer"):
+        load("neural:minilm,skip-layer=5")
