@@ -101,6 +101,33 @@ def pair_score(
     raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
 
 
+@dataclass
+class TextSide:
+    """One text's tokens as matching sees them."""
+
+    token_ids: np.ndarray  # (n,) int64
+    vectors: np.ndarray  # (n, d) float32, unit rows when normalised
+    weights: np.ndarray  # (n,) float32 token weights of Eq. 2
+
+
+def text_sides(
+    flat: FlatTokens, matrix: np.ndarray, include_special: bool, normalise: bool, vocab_weights: np.ndarray | None
+) -> list[TextSide]:
+    """Split flat token vectors into per-text sides: special-token switch, normalisation, weights."""
+    keep = select_tokens(flat, include_special, None)  # a text with no other token keeps its specials
+    if normalise:
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = matrix / np.where(norms > 0, norms, 1.0)
+    matrix = matrix.astype(np.float32, copy=False)
+    weights = np.ones(len(flat.token_ids), np.float32) if vocab_weights is None else vocab_weights[flat.token_ids].astype(np.float32)
+    sides = []
+    for index in range(flat.num_texts):
+        rows = np.arange(flat.offsets[index], flat.offsets[index + 1])
+        rows = rows[keep[rows]]
+        sides.append(TextSide(flat.token_ids[rows], matrix[rows], weights[rows]))
+    return sides
+
+
 # --- learned weights -------------------------------------------------------------------------------
 
 def learned_weights_path(model: LoadedModel) -> Path:
@@ -260,34 +287,21 @@ class MatchingMethod(EmbeddingMethod):
         return self._vocab_weights
 
     # -- token vectors of many texts ------------------------------------------------------------------
-    def prepare(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> tuple[FlatTokens, np.ndarray, np.ndarray, np.ndarray]:
-        """(flat tokens, (T, d) vectors, kept-token mask, per-token weights) from one token-state pass."""
+    def sides(self, flat: FlatTokens, matrix: np.ndarray) -> list[TextSide]:
+        """Each text's matching tokens (ids, vectors, weights) from flat token vectors."""
+        return text_sides(flat, matrix, self.include_special, self.normalise, self.vocabulary_weights())
+
+    def prepare(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> list[TextSide]:
+        """Every text's matching tokens, from one (cached) token-state pass over all texts."""
         flat, matrix = self.encoder.token_vectors(texts, batch_size, show_progress_bar)
-        keep = select_tokens(flat, self.include_special, None)
-        if self.normalise:
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            matrix = matrix / np.where(norms > 0, norms, 1.0).astype(np.float32)
-        vocab = self.vocabulary_weights()
-        weights = np.ones(len(flat.token_ids), dtype=np.float32) if vocab is None else vocab[flat.token_ids].astype(np.float32)
-        return flat, matrix.astype(np.float32, copy=False), keep, weights
+        return self.sides(flat, matrix)
 
-    def _side(self, prepared, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        flat, matrix, keep, weights = prepared
-        rows = np.arange(flat.offsets[index], flat.offsets[index + 1])
-        rows = rows[keep[rows]]
-        return rows, matrix[rows], weights[rows]
-
-    def score_prepared(self, prepared, pair_indices: Sequence[tuple[int, int]]) -> np.ndarray:
-        """Scores of pairs given as indices into the texts of ``prepare``."""
-        sides: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    def score_sides(self, sides: Sequence[TextSide], pair_indices: Sequence[tuple[int, int]]) -> np.ndarray:
+        """Scores of pairs given as indices into ``sides``."""
         scores = np.empty(len(pair_indices), dtype=np.float32)
         for position, (left, right) in enumerate(pair_indices):
-            for index in (left, right):
-                if index not in sides:
-                    sides[index] = self._side(prepared, index)
-            _, vectors_a, weights_a = sides[left]
-            _, vectors_b, weights_b = sides[right]
-            scores[position] = pair_score(vectors_a @ vectors_b.T, weights_a, weights_b, self.score, self.mode)
+            a, b = sides[left], sides[right]
+            scores[position] = pair_score(a.vectors @ b.vectors.T, a.weights, b.weights, self.score, self.mode)
         return scores
 
     def similarity(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
@@ -301,24 +315,21 @@ class MatchingMethod(EmbeddingMethod):
             return np.zeros(0, dtype=np.float32)
         unique = list(dict.fromkeys(text for pair in pairs for text in pair))
         index = {text: row for row, text in enumerate(unique)}
-        prepared = self.prepare(unique, batch_size, show_progress_bar)
-        return self.score_prepared(prepared, [(index[a], index[b]) for a, b in pairs])
+        sides = self.prepare(unique, batch_size, show_progress_bar)
+        return self.score_sides(sides, [(index[a], index[b]) for a, b in pairs])
 
     def explain(self, text_a: str, text_b: str) -> MatchExplanation:
         """The numbers behind one pair's score, for printing and plotting (Fig. 2)."""
         check_texts([text_a, text_b])
-        prepared = self.prepare([text_a, text_b])
-        flat = prepared[0]
-        rows_a, vectors_a, weights_a = self._side(prepared, 0)
-        rows_b, vectors_b, weights_b = self._side(prepared, 1)
-        matrix = (vectors_a @ vectors_b.T).astype(np.float32)
+        a, b = self.prepare([text_a, text_b])
+        matrix = (a.vectors @ b.vectors.T).astype(np.float32)
         scores_a, scores_b = token_scores(matrix, "max" if self.mode == "bertscore" else self.score)
         row_first, row_second = _argsort_top_two(matrix, 1)
         column_first, column_second = _argsort_top_two(matrix, 0)
         tokenizer = self.model.tokenizer
         return MatchExplanation(
-            tokens_a=tokenizer.convert_ids_to_tokens(flat.token_ids[rows_a].tolist()),
-            tokens_b=tokenizer.convert_ids_to_tokens(flat.token_ids[rows_b].tolist()),
+            tokens_a=tokenizer.convert_ids_to_tokens(a.token_ids.tolist()),
+            tokens_b=tokenizer.convert_ids_to_tokens(b.token_ids.tolist()),
             matrix=matrix,
             row_first=row_first,
             row_second=row_second,
@@ -326,9 +337,9 @@ class MatchingMethod(EmbeddingMethod):
             column_second=column_second,
             scores_a=scores_a.astype(np.float32),
             scores_b=scores_b.astype(np.float32),
-            weights_a=weights_a.astype(np.float32),
-            weights_b=weights_b.astype(np.float32),
-            similarity=pair_score(matrix, weights_a, weights_b, self.score, self.mode),
+            weights_a=a.weights,
+            weights_b=b.weights,
+            similarity=pair_score(matrix, a.weights, b.weights, self.score, self.mode),
         )
 
 

@@ -207,12 +207,13 @@ def train_token_weights(
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
         progress.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
             _save_checkpoint(checkpoint, theta, optimizer, step + 1)
     weights = weights_from_theta(theta.detach()).cpu().numpy().astype(np.float32)
     record = {
+        "command": reproducing_command(config, out),
         "config": asdict(config),
         "model_fingerprint": loaded.fingerprint,
         "vocab_size": vocab_size,
@@ -223,6 +224,18 @@ def train_token_weights(
     }
     write_weights(out, weights, loaded.fingerprint, record)
     return weights
+
+
+def reproducing_command(config: TrainingConfig, out: Path) -> str:
+    """The CLI command that trains these weights into ``out`` (relative to the repository when inside it)."""
+    from embedlab.paths import REPO_ROOT
+
+    shown = out.resolve().relative_to(REPO_ROOT) if out.resolve().is_relative_to(REPO_ROOT) else out
+    return (
+        f"HF_HUB_OFFLINE=1 nice -n 10 embedlab train-token-weights {config.model} --steps {config.steps} --batch-size {config.batch_size} "
+        f"--learning-rate {config.learning_rate} --seed {config.seed} --max-tokens {config.max_tokens} --min-chars {config.min_chars} "
+        f"--out {shown}"
+    )
 
 
 def write_weights(out: Path, weights: np.ndarray, fingerprint: str, record: dict) -> None:
