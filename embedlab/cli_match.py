@@ -19,7 +19,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     spec = args.spec if args.spec.startswith("match:") else f"match:{args.spec}"
     method = embedlab.load(spec)
     if not isinstance(method, MatchingMethod):
-        raise ValueError(f"explain needs a match spec (match:MODEL,...), got {args.spec!r}")
+        raise TypeError(f"explain needs a match spec (match:MODEL,...), got {args.spec!r}")
     explanation = method.explain(args.text_a, args.text_b)
     print(f"method: {method.spec}")
     print(explanation.table())

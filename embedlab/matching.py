@@ -31,7 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab.methods import EmbeddingMethod, LAYERS_OPTION, PooledMethod, check_texts, register_family
+from embedlab.methods import (
+    LAYERS_OPTION,
+    EmbeddingMethod,
+    PooledMethod,
+    check_texts,
+    register_family,
+)
 from embedlab.models import LoadedModel, load_model
 from embedlab.pooling import FlatTokens, select_tokens
 from embedlab.spec import MethodSpec, Option, SpecError, parse_spec

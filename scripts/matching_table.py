@@ -15,6 +15,7 @@ to keep them.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -24,9 +25,9 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import embedlab  # noqa: E402
-from embedlab.paths import data_path  # noqa: E402
-from embedlab.pooling import token_weights  # noqa: E402
+import embedlab
+from embedlab.paths import data_path
+from embedlab.pooling import token_weights
 
 STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
 Pairs = list[tuple[str, str]]
@@ -135,6 +136,7 @@ def evaluate_model(model: str, data: dict[str, tuple[Pairs, np.ndarray]], chunk:
                 predicted = method.score_sides(sides[label], indices)
             results[label][name] = float(spearmanr(gold, predicted).statistic) * 100
         print(f"{model} {name}: {len(pairs)} pairs, {len(unique)} texts, {time.time() - started:.0f}s", file=sys.stderr, flush=True)
+        print(json.dumps({"model": model, "dataset": name, "spearman": {label: values[name] for label, values in results.items() if name in values}}), flush=True)
     return results
 
 

@@ -138,7 +138,7 @@ def test_explain_numbers_and_heatmap(tmp_path):
     marked = {"first": {}, "second": {}}
     for patch in figure.axes[0].patches:
         x, y = patch.get_xy()
-        marked[patch.get_label()][int(round(y + 0.5))] = int(round(x + 0.5))
+        marked[patch.get_label()][round(y + 0.5)] = round(x + 0.5)
     matrix = explanation.matrix
     for row in range(matrix.shape[0]):
         assert matrix[row, marked["first"][row]] == matrix[row].max()
