@@ -1,0 +1,85 @@
+"""SimCSE token-weight training (embedlab/token_weight_learning.py): the loss goes down, runs are
+seeded and resumable, weight files are validated, and the packaged MiniLM weights are usable."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from embedlab.corpus import wikitext2_sentences
+from embedlab.matching import RESOURCES, load_learned_weights
+from embedlab.token_weight_learning import (
+    TrainingConfig,
+    _batch_order,
+    mean_loss,
+    read_weights,
+    train_token_weights,
+    write_weights,
+)
+
+
+@pytest.fixture(scope="module")
+def small_corpus() -> list[str]:
+    return wikitext2_sentences("valid", min_chars=40)[:24]
+
+
+def test_training_decreases_loss(minilm, small_corpus, tmp_path, isolated_cache):
+    config = TrainingConfig(model="minilm", steps=3, batch_size=8, learning_rate=0.2, seed=0, max_tokens=24)
+    batches = [small_corpus[start : start + 8] for start in range(0, 24, 8)]
+    uniform = np.ones(len(minilm.tokenizer), dtype=np.float32)
+    # held-out dropout noise (seeds 1000+), not the noise the training steps saw
+    before = mean_loss(minilm, uniform, batches, seed=1000, max_tokens=24)
+    weights = train_token_weights(config, tmp_path / "w.safetensors", sentences=small_corpus, show_progress_bar=False)
+    after = mean_loss(minilm, weights, batches, seed=1000, max_tokens=24)
+    assert after < before
+    assert weights.dtype == np.float32 and weights.shape == (len(minilm.tokenizer),)
+    encoded = minilm.tokenizer(small_corpus, truncation=True, max_length=24)["input_ids"]
+    seen = np.unique(np.concatenate([np.asarray(ids) for ids in encoded]))
+    content = np.setdiff1d(seen, minilm.tokenizer.all_special_ids)
+    assert not np.allclose(weights[content], 1.0)  # tokens of the corpus moved
+    unseen = np.setdiff1d(np.arange(len(minilm.tokenizer)), seen)
+    np.testing.assert_allclose(weights[unseen], 1.0, atol=1e-6)  # tokens never seen keep w0 = 1
+    assert not minilm.model.training  # dropout switched off again for inference
+
+
+def test_seeded_and_resumable(small_corpus, tmp_path, isolated_cache):
+    def config(steps: int) -> TrainingConfig:
+        return TrainingConfig(model="minilm", steps=steps, batch_size=4, learning_rate=0.1, max_tokens=16)
+
+    whole = train_token_weights(config(3), tmp_path / "a.safetensors", sentences=small_corpus)
+    # one step, then a longer run that picks up from that run's checkpoint at step 1
+    train_token_weights(config(1), tmp_path / "b.safetensors", sentences=small_corpus)
+    resumed = train_token_weights(config(3), tmp_path / "b.safetensors", sentences=small_corpus)
+    assert json.loads((tmp_path / "b.json").read_text())["resumed_from_step"] == 1
+    np.testing.assert_allclose(resumed, whole, atol=1e-6)
+
+
+def test_batch_order_shares_prefix():
+    long, short = _batch_order(100, 10, 8, seed=3), _batch_order(100, 4, 8, seed=3)
+    np.testing.assert_array_equal(long[:4], short)
+    with pytest.raises(ValueError, match="batch_size"):
+        _batch_order(5, 1, 8, seed=0)
+
+
+def test_weight_file_validation(tmp_path):
+    path = tmp_path / "w.safetensors"
+    write_weights(path, np.array([1.0, -0.5], np.float32), "abc", {})
+    with pytest.raises(ValueError, match="non-negative"):
+        read_weights(path)
+    write_weights(path, np.ones(3, np.float32), "abc", {})
+    with pytest.raises(ValueError, match="vocabulary of 5"):
+        read_weights(path, vocab_size=5)
+    with pytest.raises(FileNotFoundError, match="not found"):
+        read_weights(tmp_path / "missing.safetensors")
+
+
+def test_packaged_minilm_weights(minilm):
+    record = json.loads((RESOURCES / "minilm_token_weights.json").read_text())
+    assert "embedlab train-token-weights minilm" in record["command"]
+    weights = load_learned_weights(minilm)
+    assert weights.shape == (len(minilm.tokenizer),) and weights.dtype == np.float32
+    ids = minilm.tokenizer.convert_tokens_to_ids(["not", "the", "guitar"])
+    assert weights[ids[0]] > 0.1  # negation keeps weight (the paper's motivating example)
+    assert record["model_fingerprint"] == minilm.fingerprint
