@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-FEATURE_MODULES: list[str] = []
+FEATURE_MODULES: list[str] = ["embedlab.cli_eval", "embedlab.cli_neural", "embedlab.cli_match", "embedlab.cli_alignsim"]
 
 
 class InputError(ValueError):

@@ -38,7 +38,7 @@ from embedlab.weights import (
     subword_token_mask,
 )
 
-_FAMILY_MODULES: list[str] = ["embedlab.matching"]
+_FAMILY_MODULES: list[str] = ["embedlab.neural_family", "embedlab.matching"]
 _BUILDERS: dict[str, Callable[[MethodSpec], EmbeddingMethod]] = {}
 
 # ·^W post-processing is fitted on this many WikiText-2 train sentences (a seeded sample).
