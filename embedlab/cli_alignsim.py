@@ -85,7 +85,10 @@ def _load_method(spec: str):
 
 
 def _open_db(path: Path | None):
-    from embedlab.results import ResultsDB
+    try:
+        from embedlab.results import ResultsDB
+    except ImportError as error:
+        raise RuntimeError("the results database (embedlab.results) is not available here; rerun with --no-db") from error
 
     return ResultsDB(path) if path is not None else ResultsDB()
 
