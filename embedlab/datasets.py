@@ -631,23 +631,17 @@ def clustering_set(name: str) -> LabelledTexts:
 
 
 def wikitext2_sentences(split: str = "test", min_chars: int = 10) -> list[str]:
-    """WikiText-2 paragraphs split into sentences (pysbd), headings dropped, sentences < ``min_chars`` omitted."""
-    from embedlab.sentences import split_sentences
+    """WikiText-2 sentences of at least ``min_chars`` characters (the reference corpus' pysbd split,
+    detokenised and cached by ``embedlab.corpus``), after checking the file's published token count."""
+    from embedlab import corpus
 
     if split not in WIKITEXT_TOKENS:
         raise ValueError(f"unknown WikiText-2 split {split!r}; expected one of {', '.join(WIKITEXT_TOKENS)}")
     path = data_path("corpus", "wikitext-2", f"{split}.txt")
-    lines = _lines(path)
-    tokens = sum(len(line.split()) + 1 for line in lines)  # words plus one end-of-line token, as published
+    tokens = sum(len(line.split()) + 1 for line in _lines(path))  # words plus one end-of-line token, as published
     if tokens != WIKITEXT_TOKENS[split]:
         raise DataFormatError(f"{path}: {tokens} tokens, but the data README says {WIKITEXT_TOKENS[split]}")
-    sentences = []
-    for line in lines:
-        paragraph = line.strip()
-        if not paragraph or paragraph.startswith("="):
-            continue  # blank line or "= Heading ="
-        sentences += [s for s in split_sentences(paragraph) if len(s) >= min_chars]
-    return sentences
+    return corpus.wikitext2_sentences(split, min_chars=min_chars)
 
 
 # ----------------------------------------------------------------------------------------------------
