@@ -21,7 +21,7 @@ fi
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 case "$job" in
-  main) shift || true; exec .venv/bin/embedlab demo "$@" ;;
+  main) shift || true; exec .venv/bin/embedlab eval minilm --tasks quick "$@" ;;
   test) shift || true; exec .venv/bin/python -m pytest -q "$@" ;;
   *) echo "usage: bash scripts/run.sh main|test" >&2; exit 2 ;;
 esac
