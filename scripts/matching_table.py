@@ -26,7 +26,6 @@ from scipy.stats import spearmanr
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import embedlab
-from embedlab.paths import data_path
 from embedlab.pooling import token_weights
 
 STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
@@ -46,53 +45,18 @@ ROWS: list[tuple[str, str | None]] = [
 ]
 
 
-def read_sts_year(year: str) -> tuple[Pairs, np.ndarray]:
-    """All scored pairs of a SemEval year (SentEval layout); file and line named on bad input."""
-    folder = data_path("sts", year)
-    pairs, scores = [], []
-    for gold_file in sorted(folder.glob("STS.gs.*.txt")):
-        input_file = folder / gold_file.name.replace("STS.gs.", "STS.input.")
-        inputs = input_file.read_text(encoding="utf-8").split("\n")
-        golds = gold_file.read_text(encoding="utf-8").split("\n")
-        for number, (line, gold) in enumerate(zip(inputs, golds), start=1):
-            if not gold.strip():
-                continue  # unscored pair
-            fields = line.split("\t")
-            if len(fields) < 2:
-                raise ValueError(f"{input_file}:{number}: expected two tab-separated sentences")
-            pairs.append((fields[0], fields[1]))
-            scores.append(float(gold))
-    return pairs, np.asarray(scores)
-
-
-def read_sts_benchmark() -> tuple[Pairs, np.ndarray]:
-    pairs, scores = [], []
-    path = data_path("sts", "STSBenchmark", "sts-test.csv")
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        fields = line.split("\t")
-        if len(fields) < 7:
-            raise ValueError(f"{path}:{number}: expected at least 7 tab-separated fields")
-        pairs.append((fields[5], fields[6]))
-        scores.append(float(fields[4]))
-    return pairs, np.asarray(scores)
-
-
-def read_sick_test() -> tuple[Pairs, np.ndarray]:
-    pairs, scores = [], []
-    path = data_path("sts", "SICK", "SICK_test_annotated.txt")
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()[1:], start=2):
-        fields = line.split("\t")
-        if len(fields) < 4:
-            raise ValueError(f"{path}:{number}: expected pair_ID, sentence_A, sentence_B, relatedness_score")
-        pairs.append((fields[1], fields[2]))
-        scores.append(float(fields[3]))
-    return pairs, np.asarray(scores)
+def _scored(parts: list) -> tuple[Pairs, np.ndarray]:
+    """Pairs and gold scores of one or more ScoredPairs (an STS year's subsets concatenated: "all")."""
+    pairs = [pair for part in parts for pair in zip(part.first, part.second)]
+    return pairs, np.concatenate([part.scores for part in parts])
 
 
 def datasets() -> dict[str, tuple[Pairs, np.ndarray]]:
-    found = {year: read_sts_year(year) for year in STS_YEARS}
-    found["STS-B"] = read_sts_benchmark()
-    found["SICK-R"] = read_sick_test()
+    from embedlab import datasets as shared
+
+    found = {year: _scored(shared.sts_year(year)) for year in STS_YEARS}
+    found["STS-B"] = _scored([shared.stsb("test")])
+    found["SICK-R"] = _scored([shared.sick_relatedness("test")])
     return found
 
 
