@@ -79,6 +79,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--texts", type=int, default=200)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--block", type=int, default=50, help="texts per interleaved block (batched then reference); 0: one block")
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--params", default="head")
     parser.add_argument("--head", default="auto", help="auto (the shipped/own head), untrained, or a head file")
@@ -93,12 +94,22 @@ def main() -> None:
           f"epochs={args.epochs}, torch threads {torch.get_num_threads()}, load average before: {os.getloadavg()}")
     matmul_before = matmul_gflops()
 
-    started = time.perf_counter()
-    batched = embed_texts(masked_lm, texts, options, path="batched")
-    batched_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    reference = embed_texts(masked_lm, texts, options, path="reference")
-    reference_seconds = time.perf_counter() - started
+    # Interleave the two paths block by block so both see the same contention on a shared machine.
+    block = args.block or len(texts)
+    batched_parts, reference_parts = [], []
+    batched_seconds = reference_seconds = 0.0
+    for start in range(0, len(texts), block):
+        piece = texts[start : start + block]
+        started = time.perf_counter()
+        batched_parts.append(embed_texts(masked_lm, piece, options, path="batched"))
+        batched_seconds += time.perf_counter() - started
+        started = time.perf_counter()
+        reference_parts.append(embed_texts(masked_lm, piece, options, path="reference"))
+        reference_seconds += time.perf_counter() - started
+        print(f"  texts {start}..{start + len(piece) - 1}: batched {batched_seconds:.0f} s, reference {reference_seconds:.0f} s so far, "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    batched = np.concatenate(batched_parts)
+    reference = np.concatenate(reference_parts)
     matmul_after = matmul_gflops()
 
     cosines = (reference * batched).sum(axis=1) / np.linalg.norm(reference, axis=1) / np.linalg.norm(batched, axis=1)
@@ -118,6 +129,7 @@ def main() -> None:
         "matmul_gflops_per_s_after": matmul_after,
         "load_average_after": os.getloadavg(),
         "threads": torch.get_num_threads(),
+        "block": block,
     }
     print(f"reference (one text at a time): {figures['reference_s_per_text']:.3f} s/text, "
           f"{figures['reference_gflop']:.0f} GFLOP, {figures['reference_gflops_per_s']:.1f} GFLOP/s")
