@@ -29,7 +29,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from embedlab.paths import atomic_write_bytes, cache_dir, data_path
@@ -534,8 +533,6 @@ def save_head(result: HeadTrainingResult, out: Path) -> None:
     sidecar["history"] = result.history
     sidecar["sha256"] = hashlib.sha256(out.read_bytes()).hexdigest()
     atomic_write_bytes(out.with_suffix(".json"), (json.dumps(sidecar, indent=2, sort_keys=True) + "\n").encode())
-    for written in (out, out.with_suffix(".json")):
-        written.chmod(0o644)  # package data: readable by everyone (temporary files are created 0600)
 
 
 def default_head_filename(model: str) -> str:

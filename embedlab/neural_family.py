@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab.methods import VectorMethod, register_family
 from embedlab.mlm_head import MaskedLM, load_masked_lm
 from embedlab.neural import (
     BLUEPRINTS,
@@ -35,6 +36,7 @@ from embedlab.neural import (
     resolve_parameter_names,
 )
 from embedlab.paths import atomic_write_bytes, cache_dir
+from embedlab.spec import Option
 
 DEFAULT_OPTIONS: dict[str, str] = {
     "params": "head",
@@ -183,46 +185,35 @@ NEURAL_OPTION_HELP = {
 }
 
 
-def _register() -> None:
-    """Register the ``neural`` family with the lead's method registry (when it is available)."""
-    try:
-        from embedlab.methods import VectorMethod, register_family
-        from embedlab.spec import Option
-    except ImportError:  # the registry is not on this branch yet
-        return
+class NeuralMethod(VectorMethod):
+    """``neural:MODEL[,options]``: see the module docstring."""
 
-    class NeuralMethod(VectorMethod):
-        """``neural:MODEL[,options]``: see the module docstring."""
+    def __init__(self, spec) -> None:
+        super().__init__(spec)
+        options = {key: spec.get(key) for key in DEFAULT_OPTIONS}
+        self.embedder = NeuralEmbedder(spec.model, options)
 
-        def __init__(self, spec) -> None:
-            super().__init__(spec)
-            options = {key: spec.get(key) for key in DEFAULT_OPTIONS}
-            self.embedder = NeuralEmbedder(spec.model, options)
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.embedder.masked_lm.fingerprint}-{self.embedder.masked_lm.head_hash}"
 
-        @property
-        def fingerprint(self) -> str:
-            return f"{self.embedder.masked_lm.fingerprint}-{self.embedder.masked_lm.head_hash}"
+    @property
+    def dimension(self) -> int:
+        return self.embedder.dimension
 
-        @property
-        def dimension(self) -> int:
-            return self.embedder.dimension
-
-        def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
-            return self.embedder.embed(texts, show_progress_bar=show_progress_bar)
-
-    options = {
-        "params": Option(DEFAULT_OPTIONS["params"], help=NEURAL_OPTION_HELP["params"]),
-        "epochs": Option(DEFAULT_OPTIONS["epochs"], help=NEURAL_OPTION_HELP["epochs"], validate=_positive_int),
-        "lr": Option(DEFAULT_OPTIONS["lr"], help=NEURAL_OPTION_HELP["lr"], validate=_positive_float),
-        "head": Option(DEFAULT_OPTIONS["head"], help=NEURAL_OPTION_HELP["head"]),
-        "skip-layer": Option(DEFAULT_OPTIONS["skip-layer"], help=NEURAL_OPTION_HELP["skip-layer"], validate=_index_or_none(3)),
-        "skip-blueprint": Option(DEFAULT_OPTIONS["skip-blueprint"], help=NEURAL_OPTION_HELP["skip-blueprint"], validate=_index_or_none(len(BLUEPRINTS))),
-        "variant": Option(DEFAULT_OPTIONS["variant"], choices=VARIANTS, help=NEURAL_OPTION_HELP["variant"]),
-        "path": Option(DEFAULT_OPTIONS["path"], choices=("auto", "batched", "reference"), help=NEURAL_OPTION_HELP["path"]),
-        "seed": Option(DEFAULT_OPTIONS["seed"], help=NEURAL_OPTION_HELP["seed"], validate=_positive_int),
-    }
-    register_family("neural", options, NeuralMethod, "neural embeddings: weight changes after micro-tuning on each text (neural-embeddings paper)")
-    globals()["NeuralMethod"] = NeuralMethod
+    def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+        return self.embedder.embed(texts, show_progress_bar=show_progress_bar)
 
 
-_register()
+NEURAL_OPTIONS = {
+    "params": Option(DEFAULT_OPTIONS["params"], help=NEURAL_OPTION_HELP["params"]),
+    "epochs": Option(DEFAULT_OPTIONS["epochs"], help=NEURAL_OPTION_HELP["epochs"], validate=_positive_int),
+    "lr": Option(DEFAULT_OPTIONS["lr"], help=NEURAL_OPTION_HELP["lr"], validate=_positive_float),
+    "head": Option(DEFAULT_OPTIONS["head"], help=NEURAL_OPTION_HELP["head"]),
+    "skip-layer": Option(DEFAULT_OPTIONS["skip-layer"], help=NEURAL_OPTION_HELP["skip-layer"], validate=_index_or_none(3)),
+    "skip-blueprint": Option(DEFAULT_OPTIONS["skip-blueprint"], help=NEURAL_OPTION_HELP["skip-blueprint"], validate=_index_or_none(len(BLUEPRINTS))),
+    "variant": Option(DEFAULT_OPTIONS["variant"], choices=VARIANTS, help=NEURAL_OPTION_HELP["variant"]),
+    "path": Option(DEFAULT_OPTIONS["path"], choices=("auto", "batched", "reference"), help=NEURAL_OPTION_HELP["path"]),
+    "seed": Option(DEFAULT_OPTIONS["seed"], help=NEURAL_OPTION_HELP["seed"], validate=_positive_int),
+}
+register_family("neural", NEURAL_OPTIONS, NeuralMethod, "neural embeddings: weight changes after micro-tuning on each text (neural-embeddings paper)")

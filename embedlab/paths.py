@@ -13,6 +13,15 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it; done once, at import
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 def data_root() -> Path:
     """The folder holding the shared evaluation data (see its README)."""
     configured = os.environ.get("EMBEDLAB_DATA")
@@ -52,6 +61,8 @@ def atomic_write_bytes(path: Path, payload: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
+        # mkstemp creates the file private (0600); give it the permissions a plain open() would
+        os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

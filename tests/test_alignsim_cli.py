@@ -7,10 +7,10 @@ import argparse
 import json
 
 import pytest
+from alignsim_helpers import JaccardPairwise, StandInResultsDB, load_minilm
 
 from embedlab.cli_alignsim import add_cli, run_cli
 from embedlab.records import RECORD_KEYS
-from alignsim_helpers import JaccardPairwise, StandInResultsDB, load_minilm
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:

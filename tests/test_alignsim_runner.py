@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from alignsim_helpers import JaccardPairwise, RecordingMethod, jaccard, load_minilm
 from sklearn.metrics.pairwise import paired_cosine_distances
 
 from embedlab.alignsim.perturb import SamplingConfig, build_perturbation_set
 from embedlab.alignsim.runner import run_method
-from alignsim_helpers import JaccardPairwise, RecordingMethod, jaccard, load_minilm
 
 CONFIG = SamplingConfig(seed=0, pairs_per_label=8, sentences=8, triplets=8, afin_pairs=8)
 

@@ -10,7 +10,12 @@ from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture
 from sklearn.linear_model import LogisticRegression
 
 from embedlab.evaluation.classification import (
-    INNER_REGS, ClassificationTask, kfold_accuracy, nested_cv_accuracy, pair_features, split_accuracy,
+    INNER_REGS,
+    ClassificationTask,
+    kfold_accuracy,
+    nested_cv_accuracy,
+    pair_features,
+    split_accuracy,
 )
 
 

@@ -34,7 +34,7 @@ from embedlab.evaluation.correlations import CORRELATION_DATASETS, CorrelationsT
 from embedlab.evaluation.geometry import AlignmentTask, IsotropyTask
 from embedlab.evaluation.pairs import PairsTask
 from embedlab.evaluation.sts import STS_DATASETS, STSTask
-from embedlab.evaluation.triplets import TripletsTask, broken_intersection, intersection_ratio
+from embedlab.evaluation.triplets import TripletsTask
 from embedlab.records import Record
 
 __all__ = ["Task", "Method", "NotApplicableError", "TASK_FAMILIES", "DEFAULT_DATASETS", "QUICK", "parse_tasks",

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-
 from threadpoolctl import threadpool_limits
 
 from embedlab.paths import atomic_write_bytes, cache_dir

@@ -1,0 +1,23 @@
+import os
+import stat
+
+import pytest
+
+from embedlab.paths import atomic_write_bytes, data_path
+
+
+def test_atomic_write_replaces_whole_files_with_ordinary_permissions(tmp_path):
+    target = tmp_path / "sub" / "entry.bin"
+    atomic_write_bytes(target, b"first")
+    atomic_write_bytes(target, b"second")
+    assert target.read_bytes() == b"second"
+    assert list(target.parent.iterdir()) == [target]  # no temporary file left behind
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
+
+
+def test_missing_data_names_the_path_and_root(monkeypatch, tmp_path):
+    monkeypatch.setenv("EMBEDLAB_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=f"data root searched: {tmp_path}"):
+        data_path("sts", "nothing.txt")
