@@ -2,7 +2,7 @@
 
 Both start from an empty token-state cache: one configuration pays for the model run; twenty pay
 for it once and then pool the cached states nineteen more times. Target: ≤ 1.5× the time of one.
-Reference statistics (idf^W, frequent tokens) are computed before timing; both sides use them.
+Reference statistics (idf^W, frequent tokens) are built once per machine before timing; both sides share them.
 
     python benchmarks/bench_configurations.py [--repeats 3]
 """
@@ -52,7 +52,7 @@ def main() -> None:
     args = parser.parse_args()
     assert len(CONFIGURATIONS) == 20
     sentences = sts_test_sentences()
-    reference_token_statistics(embedlab.load("minilm").model.tokenizer)  # shared, computed once per machine
+    reference_token_statistics(embedlab.load("minilm").model.tokenizer)  # built once per machine, shared below
     one_times, twenty_times = [], []
     for _ in range(args.repeats):
         folder = fresh_cache()

@@ -281,7 +281,7 @@ class PooledMethod(VectorMethod):
             raise ValueError("fit needs at least one text")
         idf = self._target_idf(texts)
         pooled = self._pool(texts, idf, batch_size, show_progress_bar)
-        chain = self._fit_chain(pooled, idf, batch_size, show_progress_bar)
+        chain, _ = self._fit_chain(pooled, idf, batch_size, show_progress_bar)
         self._fitted = (idf, chain)
         return self
 
@@ -309,7 +309,10 @@ class PooledMethod(VectorMethod):
         self._fitted = (tensors.get("idf"), chain)
         return self
 
-    def _fit_chain(self, pooled: np.ndarray, idf: np.ndarray | None, batch_size: int, show_progress_bar: bool | None) -> Chain:
+    def _fit_chain(
+        self, pooled: np.ndarray, idf: np.ndarray | None, batch_size: int, show_progress_bar: bool | None
+    ) -> tuple[Chain, np.ndarray]:
+        """The fitted chain and ``pooled`` transformed by it (computed while fitting, not twice)."""
         steps = parse_chain(self._option("post") or "none")
         reference = None
         fitted, current, current_reference = [], pooled, None
@@ -326,7 +329,7 @@ class PooledMethod(VectorMethod):
             if current_reference is not None:
                 current_reference = step.transform(current_reference)
             fitted.append(step)
-        return Chain(fitted)
+        return Chain(fitted), current
 
     def _reference_vectors(self, idf: np.ndarray | None, batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         """Pooled vectors (before post-processing) of a seeded WikiText-2 sample, cached when target-independent."""
@@ -350,7 +353,7 @@ class PooledMethod(VectorMethod):
         if self._fitted is None:
             idf = self._target_idf(texts)
             pooled = self._pool(texts, idf, batch_size, show_progress_bar)
-            return self._fit_chain(pooled, idf, batch_size, show_progress_bar).transform(pooled)
+            return self._fit_chain(pooled, idf, batch_size, show_progress_bar)[1]
         idf, chain = self._fitted
         return chain.transform(self._pool(texts, idf, batch_size, show_progress_bar))
 
