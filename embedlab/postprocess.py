@@ -86,8 +86,16 @@ class QuantileNormalization(PostProcessor):
     def _estimator(self, n_quantiles: int) -> QuantileTransformer:
         return QuantileTransformer(n_quantiles=n_quantiles, output_distribution=self.output_distribution, random_state=0)
 
+    subsample = 10_000  # scikit-learn's default: larger inputs are fitted on a random subsample
+
     def _fit(self, vectors):
-        estimator = self._estimator(min(1000, vectors.shape[0])).fit(vectors)
+        n_quantiles = min(1000, vectors.shape[0])
+        if vectors.shape[0] <= self.subsample and not np.isnan(vectors).any():
+            # The quantiles scikit-learn's fit computes (np.nanpercentile, one column at a time), in one
+            # vectorised np.percentile call: the same values (tested) at a fraction of the time.
+            references = np.linspace(0, 1, n_quantiles, endpoint=True)
+            return {"quantiles": np.percentile(vectors, references * 100, axis=0), "references": references}
+        estimator = self._estimator(n_quantiles).fit(vectors)
         return {"quantiles": estimator.quantiles_, "references": estimator.references_}
 
     def _transform(self, vectors):

@@ -57,6 +57,16 @@ def test_quantile_uniform_equals_scikit_learn(vectors):
     assert out.min() >= 0 and out.max() <= 1
 
 
+@pytest.mark.parametrize("rows", [2758, 12_000])
+def test_quantile_fit_equals_scikit_learn_on_large_inputs(rows):
+    rng = np.random.default_rng(3)
+    vectors = (rng.normal(size=(rows, 16)) ** 3).astype(np.float32)
+    ours = QuantileNormalization("uniform").fit(vectors)
+    reference = QuantileTransformer(n_quantiles=1000, output_distribution="uniform", random_state=0).fit(vectors)
+    np.testing.assert_allclose(ours.state["quantiles"], reference.quantiles_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ours.transform(vectors[:500]), reference.transform(vectors[:500]), atol=1e-6)
+
+
 def test_normalize_makes_unit_vectors(vectors):
     np.testing.assert_allclose(np.linalg.norm(Normalize().transform(vectors), axis=1), 1, rtol=1e-6)
 
