@@ -5,17 +5,13 @@ from __future__ import annotations
 import os
 import tempfile
 
-from embedlab.paths import data_path
+from embedlab.datasets import stsb
 
 
 def sts_test_sentences() -> list[str]:
     """The 2,758 sentences of STS-B test (both sides of its 1,379 pairs, duplicates kept)."""
-    sentences = []
-    with open(data_path("sts", "STSBenchmark", "sts-test.csv"), encoding="utf-8") as stream:
-        for line in stream:
-            fields = line.rstrip("\n").split("\t")
-            sentences.extend([fields[5], fields[6]])
-    return sentences
+    test = stsb("test")
+    return [sentence for pair in zip(test.first, test.second) for sentence in pair]
 
 
 _MACHINE_CACHE = None

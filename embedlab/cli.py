@@ -108,13 +108,10 @@ DEMO_PAIRS = 12
 def _cmd_demo(args: argparse.Namespace) -> int:
     """Embed a few STS-B test pairs with a method and print cosine beside the human score."""
     import embedlab
-    from embedlab.paths import data_path
+    from embedlab.datasets import stsb
 
-    rows = []
-    with open(data_path("sts", "STSBenchmark", "sts-test.csv"), encoding="utf-8") as stream:
-        for line in stream:
-            fields = line.rstrip("\n").split("\t")
-            rows.append((float(fields[4]), fields[5], fields[6]))
+    test = stsb("test")
+    rows = list(zip(test.scores.tolist(), test.first, test.second))
     chosen = [rows[index] for index in range(0, len(rows), len(rows) // args.pairs)][: args.pairs]
     method = embedlab.load(args.spec)
     scores = method.similarity([(a, b) for _, a, b in chosen])

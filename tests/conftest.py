@@ -8,8 +8,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
 
-from embedlab.paths import data_path
-
 
 @pytest.fixture(scope="session")
 def minilm():
@@ -21,12 +19,10 @@ def minilm():
 @pytest.fixture(scope="session")
 def sts_test_rows() -> list[tuple[float, str, str]]:
     """(score, sentence 1, sentence 2) of the STS-B test split."""
-    rows = []
-    with open(data_path("sts", "STSBenchmark", "sts-test.csv"), encoding="utf-8") as stream:
-        for line in stream:
-            fields = line.rstrip("\n").split("\t")
-            rows.append((float(fields[4]), fields[5], fields[6]))
-    return rows
+    from embedlab.datasets import stsb
+
+    test = stsb("test")
+    return list(zip(test.scores.tolist(), test.first, test.second))
 
 
 @pytest.fixture(scope="session")
