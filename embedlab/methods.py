@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from safetensors.numpy import save as safetensors_save
 
 from embedlab.models import LoadedModel, load_model
 from embedlab.paths import atomic_write_bytes, cache_dir
-from embedlab.pooling import AGGREGATIONS, FlatTokens, aggregate, layer_matrix, resolve_layers, select_tokens, token_weights
+from embedlab.pooling import AGGREGATIONS, FlatTokens, LayoutMemo, aggregate, resolve_layers, select_tokens, token_weights
 from embedlab.postprocess import Chain, make_step, parse_chain, read_safetensors, validate_chain
 from embedlab.spec import POOLED, ConcatSpec, FamilySchema, MethodSpec, Option, parse_spec, register_schema, schemas
 from embedlab.templates import TEMPLATES, get_template
@@ -40,6 +41,12 @@ from embedlab.weights import (
 
 _FAMILY_MODULES: list[str] = ["embedlab.neural_family", "embedlab.matching"]
 _BUILDERS: dict[str, Callable[[MethodSpec], EmbeddingMethod]] = {}
+
+# Memos shared by all methods in a process: many configurations over the same texts lay out, tokenise
+# and filter them once (see LayoutMemo).
+_LAYOUTS = LayoutMemo()
+_TOKENIZED: OrderedDict[tuple[str, tuple[str, ...]], FlatTokens] = OrderedDict()
+_EXCLUDED: dict[tuple[str, str], np.ndarray] = {}
 
 # ·^W post-processing is fitted on this many WikiText-2 train sentences (a seeded sample).
 REFERENCE_SENTENCES = 10_000
@@ -221,15 +228,30 @@ class PooledMethod(VectorMethod):
             return flat, _avg_matrix(self.model, layers, flat.token_ids)
         template = get_template(self.parsed.get("template"))
         states = self._store().compute(texts, template=template, batch_size=batch_size, show_progress_bar=show_progress_bar)
-        flat = FlatTokens.from_states(states, self._special_ids())
-        matrix = layer_matrix(states, layers)
+        flat = _LAYOUTS.flat(states, self._special_ids())
+        matrix = _LAYOUTS.matrix(states, layers)
         if family == "bert+avg":
             w = np.float32(float(self.parsed.get("w")))
             matrix = (1 - w) * matrix + w * _avg_matrix(self.model, layers, flat.token_ids)
         return flat, matrix
 
     def _flat_from_tokenizer(self, texts: list[str]) -> FlatTokens:
-        """Static models need only token ids: the whole text, special tokens added once (no length limit)."""
+        """Static models need only token ids: the whole text, special tokens added once (no length limit).
+
+        The last few results are remembered, so that several configurations over the same texts
+        tokenise them once.
+        """
+        key = (self.model.fingerprint, tuple(texts))
+        if key in _TOKENIZED:
+            _TOKENIZED.move_to_end(key)
+            return _TOKENIZED[key]
+        flat = self._tokenize_flat(texts)
+        _TOKENIZED[key] = flat
+        while len(_TOKENIZED) > 4:
+            _TOKENIZED.popitem(last=False)
+        return flat
+
+    def _tokenize_flat(self, texts: list[str]) -> FlatTokens:
         from embedlab.token_states import TokenStates
 
         tokenizer = self.model.tokenizer
@@ -245,6 +267,12 @@ class PooledMethod(VectorMethod):
         value = self._option("filter")
         if value in ("", "none"):
             return None
+        key = (self.model.fingerprint, value)
+        if key not in _EXCLUDED:
+            _EXCLUDED[key] = self._build_excluded_vocab(value)
+        return _EXCLUDED[key]
+
+    def _build_excluded_vocab(self, value: str) -> np.ndarray:
         names = FILTERS if value == "biases" else value.split("+")
         tokenizer = self.model.tokenizer
         excluded = np.zeros(len(tokenizer), dtype=bool)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from embedlab.token_states import TokenStates
 
@@ -34,6 +35,7 @@ class FlatTokens:
     chunk_start: np.ndarray  # (T,) bool: the first token of a chunk ([CLS] for BERT)
     template_mask: np.ndarray  # (T,) bool
     special: np.ndarray  # (T,) bool
+    special_ids: np.ndarray  # the ids ``special`` marks
 
     @classmethod
     def from_states(cls, states: Sequence[TokenStates], special_ids: np.ndarray) -> FlatTokens:
@@ -53,6 +55,7 @@ class FlatTokens:
             chunk_start=chunk_start,
             template_mask=np.concatenate([item.template_mask for item in states]),
             special=np.isin(token_ids, special_ids),
+            special_ids=np.asarray(special_ids),
         )
 
     @property
@@ -64,6 +67,15 @@ class FlatTokens:
 
     def per_text_sum(self, values: np.ndarray) -> np.ndarray:
         return np.add.reduceat(values, self.offsets[:-1], axis=0)
+
+    def weighted_sum(self, matrix: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """(n, d): Σ_t weights[t]·matrix[t] over each text's rows.
+
+        One sparse (n × T) by dense (T × d) product: an order of magnitude faster than scaling the
+        (T, d) matrix and ``reduceat`` over its rows, and it allocates nothing of size T × d.
+        """
+        selector = csr_matrix((weights, np.arange(len(weights)), self.offsets), shape=(self.num_texts, len(weights)))
+        return np.asarray(selector @ matrix)
 
 
 def resolve_layers(layers: str, num_layers: int) -> tuple[int, ...]:
@@ -83,6 +95,48 @@ def layer_matrix(states: Sequence[TokenStates], layers: Sequence[int]) -> np.nda
     for layer in layers[1:]:
         total = total + np.concatenate([item.layer(layer) for item in states])
     return total / np.float32(len(layers)) if len(layers) > 1 else total
+
+
+class LayoutMemo:
+    """The flat layout and layer matrices of the most recent list of token states.
+
+    Many pooling configurations over the same texts receive the same ``TokenStates`` objects from the
+    store; laying them flat and concatenating their layers is then done once, not once per
+    configuration. The memo holds the states it was built from, so their ids cannot be reused while
+    it lives; matrices are kept up to ``matrix_limit_bytes``. Results are read-only arrays.
+    """
+
+    def __init__(self, matrix_limit_bytes: int = 1 << 30) -> None:
+        self.matrix_limit_bytes = matrix_limit_bytes
+        self._states: tuple[TokenStates, ...] = ()
+        self._identity: tuple[int, ...] = ()
+        self._flat: FlatTokens | None = None
+        self._matrices: dict[tuple[int, ...], np.ndarray] = {}
+
+    def _select(self, states: Sequence[TokenStates]) -> None:
+        identity = tuple(map(id, states))
+        if identity != self._identity:
+            self._states, self._identity, self._flat, self._matrices = tuple(states), identity, None, {}
+
+    def flat(self, states: Sequence[TokenStates], special_ids: np.ndarray) -> FlatTokens:
+        self._select(states)
+        if self._flat is None or not np.array_equal(self._flat.special_ids, special_ids):
+            self._flat = FlatTokens.from_states(states, special_ids)
+        return self._flat
+
+    def matrix(self, states: Sequence[TokenStates], layers: Sequence[int]) -> np.ndarray:
+        self._select(states)
+        key = tuple(layers)
+        if key not in self._matrices:
+            matrix = layer_matrix(states, key)
+            matrix.flags.writeable = False
+            if sum(m.nbytes for m in self._matrices.values()) + matrix.nbytes > self.matrix_limit_bytes:
+                self._matrices.clear()
+            self._matrices[key] = matrix
+        return self._matrices[key]
+
+    def clear(self) -> None:
+        self._select(())
 
 
 def select_tokens(flat: FlatTokens, include_special: bool, excluded_vocab: np.ndarray | None) -> np.ndarray:
@@ -113,7 +167,7 @@ def token_weights(flat: FlatTokens, keep: np.ndarray, idf: np.ndarray | None) ->
 def aggregate(matrix: np.ndarray, flat: FlatTokens, weights: np.ndarray, keep: np.ndarray, aggregation: str) -> np.ndarray:
     """(n, d) text vectors from (T, d) token vectors."""
     if aggregation == "mean":
-        return flat.per_text_sum(matrix * weights[:, None])
+        return flat.weighted_sum(matrix, weights)
     if aggregation == "mean-no-mask":
         return aggregate(matrix, flat, _renormalise(flat, np.where(flat.template_mask, 0.0, weights)), keep, "mean")
     if aggregation == "max":

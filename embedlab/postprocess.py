@@ -26,6 +26,12 @@ STEP_NAMES = ("zscore", "quantile-u", "quantile-n", "whiten", "abtt-D", "normali
 _ABTT = re.compile(r"^abtt-([1-9][0-9]*)$")
 
 
+def _svd_solver(vectors: np.ndarray) -> str:
+    """Many more vectors than dimensions (the usual case): eigen-decompose the d×d covariance, which is
+    an order of magnitude faster than the full SVD and gives the same components; otherwise the full SVD."""
+    return "covariance_eigh" if vectors.shape[0] >= 2 * vectors.shape[1] else "full"
+
+
 class PostProcessor:
     """Base class: ``fit`` learns arrays kept in ``state``; ``transform`` applies them. ``__init__`` does no work."""
 
@@ -91,10 +97,10 @@ class QuantileNormalization(PostProcessor):
     def _fit(self, vectors):
         n_quantiles = min(1000, vectors.shape[0])
         if vectors.shape[0] <= self.subsample and not np.isnan(vectors).any():
-            # The quantiles scikit-learn's fit computes (np.nanpercentile, one column at a time), in one
-            # vectorised np.percentile call: the same values (tested) at a fraction of the time.
+            # The quantiles scikit-learn's fit computes (np.nanpercentile, one column at a time), from one
+            # sort of all columns: bit-identical values (tested) at a fraction of the time.
             references = np.linspace(0, 1, n_quantiles, endpoint=True)
-            return {"quantiles": np.percentile(vectors, references * 100, axis=0), "references": references}
+            return {"quantiles": column_percentiles(vectors, references), "references": references}
         estimator = self._estimator(n_quantiles).fit(vectors)
         return {"quantiles": estimator.quantiles_, "references": estimator.references_}
 
@@ -104,6 +110,31 @@ class QuantileNormalization(PostProcessor):
         estimator.references_ = self.state["references"]
         estimator.n_features_in_ = self.state["quantiles"].shape[1]
         return estimator.transform(vectors)
+
+
+def column_percentiles(vectors: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
+    """``np.percentile(vectors, quantiles * 100, axis=0)`` (linear method), bit for bit, from one sort.
+
+    np.percentile partitions around every requested index, which for a thousand quantiles costs far
+    more than sorting each column once and interpolating exactly as numpy does (its ``_lerp``).
+    """
+    count = vectors.shape[0]
+    q = np.true_divide(np.asarray(quantiles, dtype=np.float64) * 100, 100)  # the round trip np.percentile makes
+    virtual = (count - 1) * q
+    below = np.floor(virtual)
+    above = below + 1
+    below[virtual >= count - 1] = -1  # numpy takes the last element at and past the top
+    above[virtual >= count - 1] = -1
+    below[virtual < 0] = 0
+    above[virtual < 0] = 0
+    below, above = below.astype(np.intp), above.astype(np.intp)
+    gamma = (virtual - below)[:, None]
+    ordered = np.sort(vectors, axis=0)
+    low, high = ordered[below], ordered[above]
+    difference = high - low
+    result = low + difference * gamma
+    np.subtract(high, difference * (1 - gamma), out=result, where=gamma >= 0.5)
+    return result
 
 
 class Whitening(PostProcessor):
@@ -116,7 +147,10 @@ class Whitening(PostProcessor):
     name = "whiten"
 
     def _fit(self, vectors):
-        pca = PCA(whiten=False, svd_solver="full").fit(vectors)
+        return self._fit_with(vectors, _svd_solver(vectors))
+
+    def _fit_with(self, vectors: np.ndarray, solver: str) -> dict[str, np.ndarray]:
+        pca = PCA(whiten=False, svd_solver=solver).fit(vectors)
         keep = pca.explained_variance_ > pca.explained_variance_.max() * 1e-10
         return {
             "mean": pca.mean_,
@@ -137,9 +171,12 @@ class AllButTheTop(PostProcessor):
         self.name = f"abtt-{directions}"
 
     def _fit(self, vectors):
+        return self._fit_with(vectors, _svd_solver(vectors))
+
+    def _fit_with(self, vectors: np.ndarray, solver: str) -> dict[str, np.ndarray]:
         if self.directions >= min(vectors.shape):
             raise ValueError(f"{self.name} needs more than {self.directions} vectors and dimensions, got {vectors.shape}")
-        pca = PCA(n_components=self.directions, svd_solver="full").fit(vectors)
+        pca = PCA(n_components=self.directions, svd_solver=solver).fit(vectors)
         return {"mean": pca.mean_, "components": pca.components_}
 
     def _transform(self, vectors):

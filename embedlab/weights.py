@@ -42,7 +42,20 @@ def idf_from_documents(documents: Iterable[np.ndarray], vocab_size: int) -> np.n
     return idf_from_frequencies(*document_frequencies(documents, vocab_size))
 
 
+_TOKENIZER_KEYS: dict[int, tuple[object, str]] = {}
+
+
 def _tokenizer_key(tokenizer) -> str:
+    """A hash of the vocabulary, remembered per tokenizer object (hashing 30k entries is not free)."""
+    remembered = _TOKENIZER_KEYS.get(id(tokenizer))
+    if remembered is not None and remembered[0] is tokenizer:
+        return remembered[1]
+    key = _vocabulary_hash(tokenizer)
+    _TOKENIZER_KEYS[id(tokenizer)] = (tokenizer, key)  # holding the tokenizer keeps its id from being reused
+    return key
+
+
+def _vocabulary_hash(tokenizer) -> str:
     vocab = tokenizer.get_vocab()
     digest = hashlib.sha256()
     for token, index in sorted(vocab.items(), key=lambda item: item[1]):

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from embedlab.pooling import FlatTokens, aggregate, layer_matrix, resolve_layers, select_tokens, token_weights
+from embedlab.pooling import FlatTokens, LayoutMemo, aggregate, layer_matrix, resolve_layers, select_tokens, token_weights
 from embedlab.token_states import TokenStates
 
 CLS, SEP, MASK = 101, 102, 103
@@ -81,3 +81,24 @@ def test_max_cls_and_mask_aggregations():
     w = token_weights(only_second, np.ones(5, bool), None)
     np.testing.assert_allclose(aggregate(b, only_second, w, np.ones(5, bool), "mask")[0], (b[2] + b[3]) / 2, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(aggregate(b, only_second, w, np.ones(5, bool), "mean-no-mask")[0], b[[0, 1, 4]].mean(0), rtol=1e-5, atol=1e-7)
+
+
+def test_weighted_sum_equals_a_direct_sum_per_text():
+    states = [_states([CLS, 7, 8, SEP]), _states([CLS, 9, SEP], seed=1), _states([CLS, 7, 7, 9, 8, SEP], seed=2)]
+    flat = FlatTokens.from_states(states, SPECIAL)
+    matrix = layer_matrix(states, [0])
+    weights = np.random.default_rng(5).random(len(flat.token_ids)).astype(np.float32)
+    expected = [sum(weights[t] * matrix[t] for t in range(flat.offsets[i], flat.offsets[i + 1])) for i in range(3)]
+    np.testing.assert_allclose(flat.weighted_sum(matrix, weights), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_layout_memo_reuses_work_for_the_same_states_only():
+    memo = LayoutMemo()
+    states = [_states([CLS, 7, SEP], layers=3), _states([CLS, 8, 9, SEP], layers=3, seed=1)]
+    flat, matrix = memo.flat(states, SPECIAL), memo.matrix(states, (0, 1))
+    assert memo.flat(list(states), SPECIAL) is flat and memo.matrix(states, (0, 1)) is matrix
+    np.testing.assert_array_equal(matrix, layer_matrix(states, (0, 1)))
+    assert not matrix.flags.writeable  # shared between configurations, so nobody may change it
+    other = [_states([CLS, 7, SEP], layers=3, seed=3)]
+    np.testing.assert_array_equal(memo.matrix(other, (0, 1)), layer_matrix(other, (0, 1)))
+    assert memo.flat(other, SPECIAL).num_texts == 1

@@ -2,7 +2,17 @@ import numpy as np
 import pytest
 from sklearn.preprocessing import QuantileTransformer
 
-from embedlab.postprocess import AllButTheTop, Chain, Normalize, QuantileNormalization, Whitening, ZScore, make_step, parse_chain
+from embedlab.postprocess import (
+    AllButTheTop,
+    Chain,
+    Normalize,
+    QuantileNormalization,
+    Whitening,
+    ZScore,
+    column_percentiles,
+    make_step,
+    parse_chain,
+)
 
 
 @pytest.fixture
@@ -65,6 +75,26 @@ def test_quantile_fit_equals_scikit_learn_on_large_inputs(rows):
     reference = QuantileTransformer(n_quantiles=1000, output_distribution="uniform", random_state=0).fit(vectors)
     np.testing.assert_allclose(ours.state["quantiles"], reference.quantiles_, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(ours.transform(vectors[:500]), reference.transform(vectors[:500]), atol=1e-6)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7, 999, 1000, 2758])
+def test_column_percentiles_are_bit_identical_to_numpy(rows):
+    rng = np.random.default_rng(rows)
+    vectors = rng.normal(size=(rows, 5)) ** 3
+    vectors[:, 2] = 0.5  # a constant column
+    quantiles = np.linspace(0, 1, min(1000, rows), endpoint=True)
+    expected = np.percentile(vectors, quantiles * 100, axis=0)
+    assert np.array_equal(column_percentiles(vectors, quantiles), expected)
+
+
+def test_fast_and_full_svd_give_the_same_whitening_and_abtt():
+    rng = np.random.default_rng(4)
+    vectors = rng.normal(size=(400, 20)) @ rng.normal(size=(20, 20))  # n >= 2d: the covariance route
+    for solver_step in (Whitening, lambda: AllButTheTop(3)):
+        fast = solver_step().fit_transform(vectors)
+        full = solver_step()
+        full.state = full._fit_with(vectors.astype(np.float64), "full")
+        np.testing.assert_allclose(np.abs(fast), np.abs(full.transform(vectors)), atol=1e-4)
 
 
 def test_normalize_makes_unit_vectors(vectors):
