@@ -8,6 +8,12 @@ import tempfile
 from embedlab.datasets import stsb
 
 
+def sts_test_pairs(count: int | None = None) -> list[tuple[str, str]]:
+    """STS-B test sentence pairs in file order (the first ``count`` of them)."""
+    test = stsb("test")
+    return list(zip(test.first, test.second))[:count]
+
+
 def sts_test_sentences() -> list[str]:
     """The 2,758 sentences of STS-B test (both sides of its 1,379 pairs, duplicates kept)."""
     test = stsb("test")

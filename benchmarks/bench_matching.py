@@ -19,19 +19,9 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import fresh_cache
+from _common import fresh_cache, sts_test_pairs
 
 import embedlab
-from embedlab.paths import data_path
-
-
-def sts_test_pairs() -> list[tuple[str, str]]:
-    pairs = []
-    with open(data_path("sts", "STSBenchmark", "sts-test.csv"), encoding="utf-8") as stream:
-        for line in stream:
-            fields = line.rstrip("\n").split("\t")
-            pairs.append((fields[5], fields[6]))
-    return pairs
 
 
 def main() -> None:

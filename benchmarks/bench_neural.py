@@ -12,30 +12,22 @@ Timings on a shared machine are contended: the load average is printed next to t
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import time
 
 import numpy as np
 import torch
+from _common import sts_test_pairs
 
 from embedlab.mlm_head import IGNORE_LABEL, load_masked_lm
 from embedlab.neural import NeuralOptions, embed_texts, resolve_parameter_names, text_inputs
-from embedlab.paths import data_path
 
 
 def sts_test_sentences(count: int) -> list[str]:
     """The first ``count`` distinct sentences of the STS-B test pairs, in file order (s1, s2, s1, s2, …)."""
-    sentences: list[str] = []
-    with open(data_path("sts", "STSBenchmark", "sts-test.csv"), encoding="utf-8") as stream:
-        for row in csv.reader(stream, delimiter="\t", quoting=csv.QUOTE_NONE):
-            for sentence in row[5:7]:
-                if sentence not in sentences:
-                    sentences.append(sentence)
-            if len(sentences) >= count:
-                return sentences[:count]
-    return sentences
+    unique = dict.fromkeys(sentence for pair in sts_test_pairs() for sentence in pair)
+    return list(unique)[:count]
 
 
 def encoder_flops(masked_lm, tokens: int, length: int) -> float:

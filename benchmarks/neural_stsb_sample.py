@@ -11,15 +11,14 @@ a rerun is instant.
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
+from embedlab.datasets import stsb
 from embedlab.models import resolve_model_path
 from embedlab.neural_family import NeuralEmbedder
-from embedlab.paths import data_path
 
 VARIANTS = {
     "neural:minilm (trained head)": {},
@@ -28,16 +27,8 @@ VARIANTS = {
 
 
 def stsb_test_pairs(count: int) -> tuple[list[tuple[str, str]], np.ndarray]:
-    pairs, scores = [], []
-    with open(data_path("sts", "STSBenchmark", "sts-test.csv"), encoding="utf-8") as stream:
-        for line_number, row in enumerate(csv.reader(stream, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
-            if len(row) < 7:
-                raise ValueError(f"sts-test.csv line {line_number}: expected 7 tab-separated fields, got {len(row)}")
-            pairs.append((row[5], row[6]))
-            scores.append(float(row[4]))
-            if len(pairs) >= count:
-                break
-    return pairs, np.array(scores)
+    test = stsb("test")
+    return list(zip(test.first, test.second))[:count], np.asarray(test.scores[:count], dtype=np.float64)
 
 
 def correlations(vectors_left: np.ndarray, vectors_right: np.ndarray, gold: np.ndarray) -> tuple[float, float]:

@@ -6,20 +6,13 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-import tempfile
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def _read_umask() -> int:
-    mask = os.umask(0)  # the only way to read it is to set it; done once, at import
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
 
 
 def data_root() -> Path:
@@ -54,16 +47,40 @@ def cache_dir(*parts: str) -> Path:
     return path
 
 
-def atomic_write_bytes(path: Path, payload: bytes) -> None:
-    """Write ``payload`` so that readers see either the old file or the whole new one, never a part."""
+_TEMPORARY_NAMES = itertools.count()
+
+
+def atomic_write_bytes(path: Path, payload: bytes | Sequence[bytes | memoryview]) -> None:
+    """Write ``payload`` so that readers see either the old file or the whole new one, never a part.
+
+    ``payload`` may be a list of buffers (e.g. a header and array memory), written with one
+    ``writev`` and never joined in memory. The temporary file is created with mode 0666, so the
+    process umask gives it the permissions a plain ``open()`` would.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    buffers = [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else list(payload)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{next(_TEMPORARY_NAMES)}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(payload)
-        # mkstemp creates the file private (0600); give it the permissions a plain open() would
-        os.chmod(temporary, 0o666 & ~_UMASK)
+        try:
+            _write_all(descriptor, buffers)
+        finally:
+            os.close(descriptor)
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
+
+
+def _write_all(descriptor: int, buffers: list) -> None:
+    views = [memoryview(buffer).cast("B") for buffer in buffers]
+    views = [view for view in views if len(view)]
+    while views:
+        written = os.writev(descriptor, views[:1024])  # IOV_MAX is 1024 on Linux
+        while written and views:  # a short write: drop what went out, keep the rest
+            if written >= len(views[0]):
+                written -= len(views[0])
+                views.pop(0)
+            else:
+                views[0] = views[0][written:]
+                written = 0

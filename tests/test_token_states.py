@@ -30,23 +30,41 @@ def test_batching_and_padding_do_not_change_states(minilm, isolated_cache, sts_s
 
 def test_disk_cache_is_reused_and_damaged_entries_are_recomputed(minilm, isolated_cache, sts_sentences):
     texts = sts_sentences[:4]
-    first = TokenStateStore(minilm).compute(texts)
-    files = sorted(isolated_cache.rglob("*.safetensors"))
-    assert len(files) == 4
+    store = TokenStateStore(minilm)
+    first = store.compute(texts)
+    [pack] = sorted(isolated_cache.rglob("*.pack"))  # new entries of one call go into one pack
+    located = store._packs().locations([store.key(text, None) for text in texts])
+    assert len(located) == 4 and {where[0] for where in located.values()} == {pack.name}
     reread = TokenStateStore(minilm).compute(texts)  # a fresh store reads the disk cache
     for a, b in zip(first, reread):
         np.testing.assert_array_equal(a.states, b.states)
-    # damage one entry: flip bytes inside the data, truncate another
-    payload = bytearray(files[0].read_bytes())
-    payload[-10] ^= 0xFF
-    files[0].write_bytes(bytes(payload))
-    files[1].write_bytes(files[1].read_bytes()[:100])
+    # damage two entries inside the pack: flip a byte of one's data, overwrite the other's header
+    (_, offset0, length0), (_, offset1, _) = [located[store.key(text, None)] for text in texts[:2]]
+    payload = bytearray(pack.read_bytes())
+    payload[offset0 + length0 - 10] ^= 0xFF
+    payload[offset1 : offset1 + 16] = b"\xff" * 16
+    pack.write_bytes(bytes(payload))
     with pytest.raises(ValueError):
-        TokenStates.from_bytes(files[0].read_bytes())
+        TokenStates.from_bytes(bytes(payload[offset0 : offset0 + length0]))
     recomputed = TokenStateStore(minilm).compute(texts)
-    for a, b in zip(first, recomputed):
+    for a, b in zip(first, recomputed):  # recomputed in a smaller batch: equal up to float rounding
+        np.testing.assert_allclose(a.states, b.states, atol=1e-5)
+    # the two damaged entries were rewritten intact into a new pack; the index points there
+    relocated = store._packs().locations([store.key(text, None) for text in texts])
+    assert {relocated[store.key(text, None)][0] for text in texts[:2]} != {pack.name}
+    again = TokenStateStore(minilm).compute(texts)
+    for a, b in zip(recomputed, again):
         np.testing.assert_array_equal(a.states, b.states)
-    TokenStates.from_bytes(files[0].read_bytes())  # rewritten intact
+
+
+def test_a_missing_pack_is_recomputed(minilm, isolated_cache, sts_sentences):
+    texts = sts_sentences[4:6]
+    first = TokenStateStore(minilm).compute(texts)
+    for pack in isolated_cache.rglob("*.pack"):
+        pack.unlink()
+    again = TokenStateStore(minilm).compute(texts)
+    for a, b in zip(first, again):
+        np.testing.assert_allclose(a.states, b.states, atol=1e-5)
 
 
 def test_cache_key_depends_on_model_template_and_text(minilm):
