@@ -1,13 +1,12 @@
 """Spearman table of token-level matching vs pooled cosine (token-matching paper, Table 1 and Table 3).
 
-    HF_HUB_OFFLINE=1 nice -n 10 python scripts/matching_table.py --models minilm mpnet --out docs/matching_table.md
+    HF_HUB_OFFLINE=1 nice -n 10 python scripts/matching_table.py --models minilm --out docs/matching_table_minilm.md
 
 Datasets: STS12–16 "all" (every subset of a year concatenated, one Spearman; unscored pairs skipped),
 STS-B test and SICK-R test. For each model the token states are computed once per dataset (last layer)
 and every row is scored from them: pooled cosine (mean of all tokens, special tokens included, as
 sentence-transformers does), token matching with none / idf / learned weights, and the Table 3 rows.
 
-The STS readers live here until the shared loaders (embedlab/datasets.py) land on main.
 Token states are not written to the disk cache (a full run would need several GB); pass --disk-cache
 to keep them.
 """
