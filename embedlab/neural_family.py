@@ -38,6 +38,10 @@ from embedlab.neural import (
 from embedlab.paths import atomic_write_bytes, cache_dir
 from embedlab.spec import Option
 
+# Texts micro-tuned per call of the batched path before their embeddings are cached; large enough
+# that the batched path's groups (about 4,096 masked positions, 100-200 sentences) stay full.
+CACHE_SLICE = 512
+
 DEFAULT_OPTIONS: dict[str, str] = {
     "params": "head",
     "epochs": "10",
@@ -156,17 +160,20 @@ class NeuralEmbedder:
             first_index = {text: position for position, text in reversed(list(enumerate(texts)))}
             bar = tqdm(total=len(missing), desc="neural micro-tuning", disable=not show_progress_bar)
             try:
-                vectors = embed_texts(
-                    self.masked_lm, missing, self.options, path=self.path, progress=bar.update, indices=[first_index[text] for text in missing]
-                )
+                # in slices, each cached as soon as it is done, so an interrupted long run keeps its work
+                for start in range(0, len(missing), CACHE_SLICE):
+                    piece = missing[start : start + CACHE_SLICE]
+                    vectors = embed_texts(
+                        self.masked_lm, piece, self.options, path=self.path, progress=bar.update, indices=[first_index[text] for text in piece]
+                    )
+                    for text, vector in zip(piece, vectors):
+                        found[text] = vector
+                        if self.use_cache:
+                            buffer = io.BytesIO()
+                            np.save(buffer, vector, allow_pickle=False)
+                            atomic_write_bytes(self._cache_file(text), buffer.getvalue())
             finally:
                 bar.close()
-            for text, vector in zip(missing, vectors):
-                found[text] = vector
-                if self.use_cache:
-                    buffer = io.BytesIO()
-                    np.save(buffer, vector, allow_pickle=False)
-                    atomic_write_bytes(self._cache_file(text), buffer.getvalue())
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([found[text] for text in texts]).astype(np.float32)
