@@ -264,7 +264,7 @@ def token_blocks(tokenizer, paragraphs: list[str], block_tokens: int, max_tokens
     """The first ``max_tokens`` tokens of the paragraphs as one stream, cut into blocks wrapped in [CLS] … [SEP]."""
     stream: list[int] = []
     for paragraph in paragraphs:
-        stream.extend(tokenizer(paragraph, add_special_tokens=False)["input_ids"])
+        stream.extend(tokenizer(paragraph, add_special_tokens=False, verbose=False)["input_ids"])  # cut into blocks below
         if len(stream) >= max_tokens:
             break
     inner = block_tokens - 2
