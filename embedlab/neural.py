@@ -456,10 +456,10 @@ def micro_tune_batched(masked_lm: MaskedLM, group: list[TextInputs], options: Ne
     the sum over texts has each text's gradient in its own rows), logits only at masked positions,
     computed in slices of ``position_budget`` positions with gradients accumulated.
 
-    256 positions keep each logits buffer (256 × 30,522 float32 ≈ 31 MB for BERT's vocabulary) under
-    glibc's 32 MB mmap threshold, so the buffers are reused instead of being mapped and zero-filled
-    afresh for every slice: 12–18 % faster than 2,048 here (measured), and 128 is slower again
-    (smaller matrix products).
+    256 positions were measured 12–19 % faster than 2,048 here, and 128 slower again (smaller matrix
+    products); likely because each logits buffer (256 × 30,522 float32 ≈ 31 MB for BERT's vocabulary)
+    then stays under glibc's 32 MB mmap threshold and is reused, instead of being mapped and
+    zero-filled afresh for every slice.
     """
     if not batched_supported(options.params, masked_lm.num_layers):
         raise ValueError(f"neural: the batched path does not cover params {list(options.params)}; use the reference path")

@@ -27,8 +27,8 @@ _ABTT = re.compile(r"^abtt-([1-9][0-9]*)$")
 
 
 def _svd_solver(vectors: np.ndarray) -> str:
-    """Many more vectors than dimensions (the usual case): eigen-decompose the d×d covariance, which is
-    an order of magnitude faster than the full SVD and gives the same components; otherwise the full SVD."""
+    """Many more vectors than dimensions (the usual case): eigen-decompose the d×d covariance, about twice
+    as fast as the full SVD for STS-B's 2,758 × 384 and the same components (tested); otherwise the full SVD."""
     return "covariance_eigh" if vectors.shape[0] >= 2 * vectors.shape[1] else "full"
 
 
