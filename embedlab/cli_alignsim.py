@@ -79,16 +79,11 @@ def add_cli(subparsers) -> None:
 def _load_method(spec: str):
     import embedlab
 
-    if not hasattr(embedlab, "load"):
-        raise RuntimeError("embedlab.load is not available in this checkout (the method registry is missing)")
     return embedlab.load(spec)
 
 
 def _open_db(path: Path | None):
-    try:
-        from embedlab.results import ResultsDB
-    except ImportError as error:
-        raise RuntimeError("the results database (embedlab.results) is not available here; rerun with --no-db") from error
+    from embedlab.results import ResultsDB
 
     return ResultsDB(path) if path is not None else ResultsDB()
 

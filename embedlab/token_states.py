@@ -84,9 +84,6 @@ class TokenStates:
         encoded += b" " * (-len(encoded) % 8)  # pad as safetensors does, so the data starts 8-byte aligned
         return [len(encoded).to_bytes(8, "little"), encoded, *(memoryview(array).cast("B") for array in arrays.values())]
 
-    def to_bytes(self) -> bytes:
-        return b"".join(bytes(buffer) for buffer in self.to_buffers())
-
     @classmethod
     def from_bytes(cls, payload: bytes) -> TokenStates:
         """Decode a cache entry; raises ValueError when it is damaged in any way."""
@@ -132,7 +129,6 @@ class TokenStateStore:
         self.memory_limit_bytes = memory_limit_bytes
         self._memory: OrderedDict[str, TokenStates] = OrderedDict()
         self._memory_bytes = 0
-        self._special_ids = np.array(sorted(set(model.tokenizer.all_special_ids)), dtype=np.int64)
 
     # -- keys and cache -------------------------------------------------------------------------
     def key(self, text: str, template: Template | None) -> str:
@@ -284,9 +280,6 @@ class TokenStateStore:
                 if remaining[sequence.text_index] == 0:
                     ready(sequence.text_index, _assemble(done[sequence.text_index]))
                     done[sequence.text_index] = []
-
-    def special_token_mask(self, token_ids: np.ndarray) -> np.ndarray:
-        return np.isin(token_ids, self._special_ids)
 
 
 class PackStore:

@@ -65,7 +65,7 @@ def test_pairwise_method_uses_similarity(tmp_path: Path) -> None:
     assert all(r.n == 3 and r.task == "sts" and r.method == "pairwise-fake" for r in records)
 
 
-def test_minilm_on_stsb_slice(minilm_method, tmp_path: Path) -> None:
+def test_minilm_on_stsb_slice(minilm_method, tmp_path: Path) -> None:  # noqa: F811 (the fixture)
     """Real model on 80 STS-B test pairs: the harness gives scipy's Spearman of sentence-transformers' cosines."""
     from embedlab.datasets import stsb
 

@@ -281,47 +281,42 @@ def build_perturbation_set(dataset: str, config: SamplingConfig, kinds: set[str]
     texts = list(dict.fromkeys([p.text_a for p in originals] + [p.text_a for p in triplets]))
     tagged = dict(zip(texts, lexicon.tag_sentences(texts)))
 
+    def perturb_each(pairs: list[SentencePair], perturb, item) -> tuple[list[dict], int]:
+        """``item(pair, perturbed, changes)`` for every pair ``perturb`` can change; the others are counted."""
+        items, skipped = [], 0
+        for pair in pairs:
+            outcome = perturb(tagged[pair.text_a])
+            if outcome is None:
+                skipped += 1
+                continue
+            items.append(item(pair, *outcome))
+        return items, skipped
+
     if "c2" in kinds:
         result.items["c2"] = []
         for n in N_VALUES:
             rng = stream_rng(config.seed, dataset, "c2", n)
-            skipped = 0
-            for pair in originals:
-                outcome = replace_words(tagged[pair.text_a], n, "synonym", rng)
-                if outcome is None:
-                    skipped += 1
-                    continue
-                perturbed, changes = outcome
-                result.items["c2"].append(
-                    {"n": n, "original": pair.text_a, "perturbed": perturbed, "changes": changes, "source": pair.source}
-                )
-            result.skipped[f"c2/n={n}"] = skipped
+            items, result.skipped[f"c2/n={n}"] = perturb_each(
+                originals, lambda tokens, n=n, rng=rng: replace_words(tokens, n, "synonym", rng),
+                lambda pair, perturbed, changes, n=n: {"n": n, "original": pair.text_a, "perturbed": perturbed,
+                                                       "changes": changes, "source": pair.source},
+            )
+            result.items["c2"] += items
     if "c3" in kinds:
         rng = stream_rng(config.seed, dataset, "c3")
-        result.items["c3"], skipped = [], 0
-        for pair in triplets:
-            outcome = replace_words(tagged[pair.text_a], 1, "antonym", rng)
-            if outcome is None:
-                skipped += 1
-                continue
-            perturbed, changes = outcome
-            result.items["c3"].append(
-                {"original": pair.text_a, "paraphrase": pair.text_b, "perturbed": perturbed, "changes": changes, "source": pair.source}
-            )
-        result.skipped["c3"] = skipped
+        result.items["c3"], result.skipped["c3"] = perturb_each(
+            triplets, lambda tokens: replace_words(tokens, 1, "antonym", rng),
+            lambda pair, perturbed, changes: {"original": pair.text_a, "paraphrase": pair.text_b, "perturbed": perturbed,
+                                              "changes": changes, "source": pair.source},
+        )
     if "c5" in kinds:
         result.items["c5"] = []
         for n in N_VALUES:
             rng = stream_rng(config.seed, dataset, "c5", n)
-            skipped = 0
-            for pair in triplets:
-                outcome = jumble(tagged[pair.text_a], n, rng)
-                if outcome is None:
-                    skipped += 1
-                    continue
-                perturbed, swaps = outcome
-                result.items["c5"].append(
-                    {"n": n, "original": pair.text_a, "paraphrase": pair.text_b, "perturbed": perturbed, "swaps": swaps, "source": pair.source}
-                )
-            result.skipped[f"c5/n={n}"] = skipped
+            items, result.skipped[f"c5/n={n}"] = perturb_each(
+                triplets, lambda tokens, n=n, rng=rng: jumble(tokens, n, rng),
+                lambda pair, perturbed, swaps, n=n: {"n": n, "original": pair.text_a, "paraphrase": pair.text_b, "perturbed": perturbed,
+                                                "swaps": swaps, "source": pair.source},
+            )
+            result.items["c5"] += items
     return result
