@@ -449,7 +449,9 @@ class _BatchedTop(torch.nn.Module):
         return torch.nn.functional.linear(transformed, self.decoder_weight, self.output_bias)
 
 
-def micro_tune_batched(masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int = 256) -> tuple[list[list[torch.Tensor]], _BatchedTop, _Frozen]:
+def micro_tune_batched(
+    masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int = 256, need_plain: bool | None = None
+) -> tuple[list[list[torch.Tensor]], _BatchedTop, _Frozen]:
     """Micro-tune every text of ``group`` at once; returns each text's weight changes (in ``options.params`` order).
 
     Per epoch: one full-batch step per text (each text's loss is the mean over its own masked tokens, so
@@ -464,7 +466,8 @@ def micro_tune_batched(masked_lm: MaskedLM, group: list[TextInputs], options: Ne
     if not batched_supported(options.params, masked_lm.num_layers):
         raise ValueError(f"neural: the batched path does not cover params {list(options.params)}; use the reference path")
     top = _BatchedTop(masked_lm, options.params, len(group))
-    need_plain = options.variant != "neural"
+    if need_plain is None:  # the unmasked texts' block inputs, for the hidden-layer variants
+        need_plain = options.variant != "neural"
     frozen = _frozen_features(masked_lm, group, top.block_mode, need_plain, masked_lm.tokenizer)
     counts = torch.bincount(frozen.owner, minlength=len(group)).to(torch.float32)
     weights = 1.0 / counts[frozen.owner]
@@ -530,6 +533,21 @@ def hidden_variant(top: _BatchedTop, frozen: _Frozen, index: int, variant: str) 
 # Embedding many texts.
 
 
+def shared_run_variants(options: NeuralOptions, num_layers: int) -> tuple[str, ...]:
+    """Variants one batched micro-tuning run with ``options`` yields besides its own (Appendix G).
+
+    When the last block is tuned, the neural embedding and all six hidden-layer variants come from the same
+    tuned weights, so one run gives all seven; ``cls`` and ``avg`` need no tuning and give each other;
+    otherwise only the requested variant.
+    """
+    if options.variant in ("cls", "avg"):  # untuned: no micro-tuning run to share beyond the other untuned one
+        return ("cls", "avg")
+    block = block_vectors(num_layers)
+    if batched_supported(options.params, num_layers) and any(name in block for name in options.params):
+        return VARIANTS
+    return (options.variant,)
+
+
 def embed_texts(
     masked_lm: MaskedLM,
     texts: Sequence[str],
@@ -539,31 +557,53 @@ def embed_texts(
     progress: Callable[[int], None] | None = None,
     indices: Sequence[int] | None = None,
 ) -> np.ndarray:
-    """Neural embeddings (or Appendix G variants) of ``texts`` as float32 rows; no caching here.
+    """Neural embeddings (or an Appendix G variant) of ``texts`` as float32 rows; no caching here.
 
     ``path``: ``batched`` (groups of texts with about ``group_positions`` masked positions together) or
     ``reference`` (one text at a time). ``indices`` name the texts in error messages.
     """
-    if options.variant not in VARIANTS:
-        raise ValueError(f"neural: unknown variant {options.variant!r}; choose one of {', '.join(VARIANTS)}")
+    vectors = embed_texts_variants(masked_lm, texts, options, (options.variant,), path, group_positions, progress, indices)
+    return vectors[options.variant]
+
+
+def embed_texts_variants(
+    masked_lm: MaskedLM,
+    texts: Sequence[str],
+    options: NeuralOptions,
+    variants: Sequence[str],
+    path: str = "batched",
+    group_positions: int = 4096,
+    progress: Callable[[int], None] | None = None,
+    indices: Sequence[int] | None = None,
+) -> dict[str, np.ndarray]:
+    """Several variants of ``texts`` from one micro-tuning run: ``{variant: float32 rows}``.
+
+    ``options.variant`` is ignored; every name in ``variants`` is computed from the same tuned weights
+    (``neural``: Eq. 1 on the weight changes; the others: Appendix G hidden-layer outputs).
+    """
+    variants = tuple(dict.fromkeys(variants))
+    for variant in variants:
+        if variant not in VARIANTS:
+            raise ValueError(f"neural: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     indices = list(indices) if indices is not None else list(range(len(texts)))
     tokenizer = masked_lm.tokenizer
     _check_parameters(masked_lm.model, options.params)
-    if options.variant != "neural":
+    hidden = [variant for variant in variants if variant != "neural"]
+    if hidden:
         block = block_vectors(masked_lm.num_layers)
-        if options.variant not in ("cls", "avg") and not any(name in block for name in options.params):
-            raise ValueError(f"neural: variant {options.variant!r} reads the last block's output, so params must tune the last block (e.g. params=block)")
+        if any(variant not in ("cls", "avg") for variant in hidden) and not any(name in block for name in options.params):
+            raise ValueError(f"neural: variant {hidden[0]!r} reads the last block's output, so params must tune the last block (e.g. params=block)")
         if path == "reference":
             raise ValueError("neural: the hidden-layer variants are computed on the batched path only")
     all_inputs = [text_inputs(text, tokenizer, masked_lm.max_length, options.blueprints, f"text {index}") for text, index in zip(texts, indices)]
-    results: list[np.ndarray] = []
     if path == "reference":
+        results: list[np.ndarray] = []
         for text, inputs, index in zip(texts, all_inputs, indices):
             changes = micro_tune_reference(masked_lm, inputs, options, text_seed(options.seed, text))
             results.append(weight_change_embedding(changes, f"text {index}").numpy().astype(np.float32))
             if progress:
                 progress(1)
-        return np.stack(results) if results else np.zeros((0, 0), dtype=np.float32)
+        return {"neural": np.stack(results) if results else np.zeros((0, 0), dtype=np.float32)}
     if path != "batched":
         raise ValueError(f"neural: path must be 'batched' or 'reference', got {path!r}")
     group: list[int] = []
@@ -578,19 +618,22 @@ def embed_texts(
         positions += count
     if group:
         groups.append(group)
+    # the untuned variants need no micro-tuning at all
+    epochs = options.epochs if any(variant not in ("cls", "avg") for variant in variants) else 0
+    run_options = NeuralOptions(options.params, epochs, options.learning_rate, options.blueprints, options.variant, options.seed)
+    rows: dict[str, list[np.ndarray]] = {variant: [] for variant in variants}
     for members in groups:
-        epochs = options.epochs if options.variant not in ("cls", "avg") else 0
-        run_options = NeuralOptions(options.params, epochs, options.learning_rate, options.blueprints, options.variant, options.seed)
-        changes, top, frozen = micro_tune_batched(masked_lm, [all_inputs[member] for member in members], run_options)
+        changes, top, frozen = micro_tune_batched(masked_lm, [all_inputs[member] for member in members], run_options, need_plain=bool(hidden))
         for local, member in enumerate(members):
-            if options.variant == "neural":
-                vector = weight_change_embedding(changes[local], f"text {indices[member]}")
-            else:
-                vector = hidden_variant(top, frozen, local, options.variant)
-            results.append(vector.numpy().astype(np.float32))
+            for variant in variants:
+                if variant == "neural":
+                    vector = weight_change_embedding(changes[local], f"text {indices[member]}")
+                else:
+                    vector = hidden_variant(top, frozen, local, variant)
+                rows[variant].append(vector.numpy().astype(np.float32))
         if progress:
             progress(len(members))
-    return np.stack(results)
+    return {variant: np.stack(found) for variant, found in rows.items()}
 
 
 def cache_key(masked_lm: MaskedLM, options: NeuralOptions, path: str, text: str) -> str:
@@ -622,11 +665,13 @@ __all__ = [
     "block_vectors",
     "cache_key",
     "embed_texts",
+    "embed_texts_variants",
     "embedding_width",
     "load_masked_lm",
     "micro_tune_batched",
     "micro_tune_reference",
     "resolve_parameter_names",
+    "shared_run_variants",
     "text_inputs",
     "weight_change_embedding",
 ]

@@ -12,13 +12,15 @@ Examples::
     neural:minilm+minilm                       # Appendix H: normalised concatenation (the spec parser's '+')
 
 Embeddings are cached per text under ``cache_dir("neural")`` as ``.npy`` keyed by the model fingerprint,
-the head hash, the options, the path and the text, so reruns never micro-tune a text twice.
+the head hash, the options, the path and the text, so reruns never micro-tune a text twice. A run that
+tunes the last block caches the neural embedding and all six hidden-layer variants of its texts at once.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,9 +33,10 @@ from embedlab.neural import (
     NeuralOptions,
     batched_supported,
     cache_key,
-    embed_texts,
+    embed_texts_variants,
     embedding_width,
     resolve_parameter_names,
+    shared_run_variants,
 )
 from embedlab.paths import atomic_write_bytes, cache_dir
 from embedlab.spec import Option
@@ -138,12 +141,17 @@ class NeuralEmbedder:
     def dimension(self) -> int:
         return embedding_width(self.masked_lm, self.options)
 
-    def _cache_file(self, text: str) -> Path:
-        key = cache_key(self.masked_lm, self.options, self.path, text)
+    def _cache_file(self, text: str, variant: str | None = None) -> Path:
+        options = self.options if variant is None else replace(self.options, variant=variant)
+        key = cache_key(self.masked_lm, options, self.path, text)
         return cache_dir("neural", key[:2]) / f"{key}.npy"
 
     def embed(self, texts: Sequence[str], show_progress_bar: bool | None = None) -> np.ndarray:
-        """float32 rows, one per text; cached texts are read back, the others micro-tuned together."""
+        """float32 rows, one per text; cached texts are read back, the others micro-tuned together.
+
+        With the cache on, one micro-tuning run also caches the variants it yields for free (see
+        :func:`shared_run_variants`), so evaluating all Appendix G variants costs one run per text.
+        """
         from tqdm.auto import tqdm
 
         texts = list(texts)
@@ -157,21 +165,24 @@ class NeuralEmbedder:
             else:
                 missing.append(text)
         if missing:
+            own = self.options.variant
+            variants = shared_run_variants(self.options, self.masked_lm.num_layers) if self.use_cache and self.path == "batched" else (own,)
             first_index = {text: position for position, text in reversed(list(enumerate(texts)))}
             bar = tqdm(total=len(missing), desc="neural micro-tuning", disable=not show_progress_bar)
             try:
                 # in slices, each cached as soon as it is done, so an interrupted long run keeps its work
                 for start in range(0, len(missing), CACHE_SLICE):
                     piece = missing[start : start + CACHE_SLICE]
-                    vectors = embed_texts(
-                        self.masked_lm, piece, self.options, path=self.path, progress=bar.update, indices=[first_index[text] for text in piece]
+                    vectors = embed_texts_variants(
+                        self.masked_lm, piece, self.options, variants, path=self.path, progress=bar.update, indices=[first_index[text] for text in piece]
                     )
-                    for text, vector in zip(piece, vectors):
-                        found[text] = vector
+                    for row, text in enumerate(piece):
+                        found[text] = vectors[own][row]
                         if self.use_cache:
-                            buffer = io.BytesIO()
-                            np.save(buffer, vector, allow_pickle=False)
-                            atomic_write_bytes(self._cache_file(text), buffer.getvalue())
+                            for variant in variants:
+                                buffer = io.BytesIO()
+                                np.save(buffer, vectors[variant][row], allow_pickle=False)
+                                atomic_write_bytes(self._cache_file(text, variant), buffer.getvalue())
             finally:
                 bar.close()
         if not texts:

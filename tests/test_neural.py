@@ -17,6 +17,7 @@ from embedlab.neural import (
     blueprint_rows,
     embed_texts,
     resolve_parameter_names,
+    shared_run_variants,
     text_inputs,
     weight_change_embedding,
 )
@@ -208,6 +209,29 @@ def test_embedder_options_and_cache(minilm, tmp_path, monkeypatch) -> None:
     assert blueprint.options.blueprints == BLUEPRINTS[:3]
     with pytest.raises(ValueError, match="unknown option"):
         NeuralEmbedder("minilm", {"epoch": "3"})
+
+
+def test_one_tuning_run_caches_every_appendix_g_variant(minilm, tmp_path, monkeypatch) -> None:
+    import embedlab.neural_family as family
+
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
+    block = tuple(block_vectors(minilm.num_layers))
+    options = {"params": "block", "epochs": "2"}
+    NeuralEmbedder("minilm", {**options, "variant": "cls-diff"}).embed(SENTENCES[:2])
+    assert len(list(tmp_path.rglob("*.npy"))) == 2 * 7  # two texts x (neural + six hidden-layer variants)
+
+    def no_tuning(*args, **kwargs):
+        raise AssertionError("a variant of an already tuned text was micro-tuned again")
+
+    monkeypatch.setattr(family, "embed_texts_variants", no_tuning)
+    for variant in ("neural", "cls", "avg", "cls-tuned", "avg-tuned", "cls-diff", "avg-diff"):
+        cached = NeuralEmbedder("minilm", {**options, "variant": variant}).embed(SENTENCES[:2])
+        # the same numbers as each variant computed on its own run
+        direct = embed_texts(minilm, SENTENCES[:2], NeuralOptions(block, epochs=2, variant=variant))
+        assert np.allclose(cached, direct, atol=1e-6), variant
+    # a head-tuned run has no hidden-layer variants to share; an untuned one only its untuned sibling
+    assert shared_run_variants(NeuralOptions(tuple(resolve_parameter_names("head", 6))), 6) == ("neural",)
+    assert shared_run_variants(NeuralOptions(block, variant="avg"), 6) == ("cls", "avg")
 
 
 def test_neural_family_specs(minilm, tmp_path, monkeypatch) -> None:
