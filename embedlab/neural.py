@@ -112,7 +112,8 @@ class TextInputs:
 def text_inputs(text: str, tokenizer, max_length: int, blueprints: Sequence[tuple[int, int]], where: str) -> TextInputs:
     """All micro-tuning inputs of ``text``: Fig. 10 rows of every sentence-packed chunk (Fig. 8)."""
     def tokenize(piece: str) -> list[int]:
-        return tokenizer(piece, add_special_tokens=False)["input_ids"]
+        # verbose=False: long texts are chunked here, so the tokenizer's length warning does not apply
+        return tokenizer(piece, add_special_tokens=False, verbose=False)["input_ids"]
 
     if not isinstance(text, str):
         raise TypeError(f"{where}: expected a string, got {type(text).__name__}")
