@@ -32,7 +32,7 @@ import hashlib
 import json
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -47,12 +47,19 @@ HEAD_VECTORS = (
     "cls.predictions.transform.dense.bias",  # L2
 )
 VARIANTS = ("neural", "cls", "avg", "cls-tuned", "avg-tuned", "cls-diff", "avg-diff")
+UNTUNED_VARIANTS = ("cls", "avg")  # the original model's outputs: no micro-tuning needed
 
 
 def block_vectors(num_layers: int) -> tuple[str, str, str]:
     """The last transformer block's output LayerNorm weight/bias and output dense bias (Appendix A, G)."""
     prefix = f"bert.encoder.layer.{num_layers - 1}.output."
     return (prefix + "LayerNorm.weight", prefix + "LayerNorm.bias", prefix + "dense.bias")
+
+
+def tunes_last_block(names: Sequence[str], num_layers: int) -> bool:
+    """Whether any of ``names`` is one of the last block's output vectors (what the tuned variants read)."""
+    block = block_vectors(num_layers)
+    return any(name in block for name in names)
 
 
 def resolve_parameter_names(spec: str, num_layers: int) -> list[str]:
@@ -451,13 +458,14 @@ class _BatchedTop(torch.nn.Module):
 
 
 def micro_tune_batched(
-    masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int = 256, need_plain: bool | None = None
+    masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int = 256, need_plain: bool = False
 ) -> tuple[list[list[torch.Tensor]], _BatchedTop, _Frozen]:
     """Micro-tune every text of ``group`` at once; returns each text's weight changes (in ``options.params`` order).
 
     Per epoch: one full-batch step per text (each text's loss is the mean over its own masked tokens, so
     the sum over texts has each text's gradient in its own rows), logits only at masked positions,
-    computed in slices of ``position_budget`` positions with gradients accumulated.
+    computed in slices of ``position_budget`` positions with gradients accumulated. ``need_plain`` also
+    keeps the unmasked texts' last-block inputs, which the hidden-layer variants read.
 
     256 positions were measured 12–19 % faster than 2,048 here, and 128 slower again (smaller matrix
     products); likely because each logits buffer (256 × 30,522 float32 ≈ 31 MB for BERT's vocabulary)
@@ -467,8 +475,6 @@ def micro_tune_batched(
     if not batched_supported(options.params, masked_lm.num_layers):
         raise ValueError(f"neural: the batched path does not cover params {list(options.params)}; use the reference path")
     top = _BatchedTop(masked_lm, options.params, len(group))
-    if need_plain is None:  # the unmasked texts' block inputs, for the hidden-layer variants
-        need_plain = options.variant != "neural"
     frozen = _frozen_features(masked_lm, group, top.block_mode, need_plain, masked_lm.tokenizer)
     counts = torch.bincount(frozen.owner, minlength=len(group)).to(torch.float32)
     weights = 1.0 / counts[frozen.owner]
@@ -496,38 +502,50 @@ def micro_tune_batched(
     return changes, top, frozen
 
 
-def hidden_variant(top: _BatchedTop, frozen: _Frozen, index: int, variant: str) -> torch.Tensor:
+def hidden_variants(top: _BatchedTop, frozen: _Frozen, index: int, variants: Sequence[str]) -> dict[str, torch.Tensor]:
     """Appendix G: last-block output of the unmasked text ([CLS] or token average), original/tuned/difference.
 
     Chunks of a long text: the [CLS] vectors are averaged over chunks; the token average runs over all
-    tokens ([CLS]/[SEP] included, as sentence-transformers' mean pooling) of all chunks.
+    tokens ([CLS]/[SEP] included, as sentence-transformers' mean pooling) of all chunks. The chunks'
+    original and tuned states are computed once and shared by all requested variants.
     """
-    kind, _, stage = variant.partition("-")
     features = frozen.plain[index]
     mask = frozen.plain_mask[index]
-    with torch.no_grad():
-        owner = torch.full(features.shape[:1], index, dtype=torch.long)
-        rows = features.shape[0]
+    owner = torch.full(features.shape[:1], index, dtype=torch.long)
+    chunk_states: dict[bool, list[torch.Tensor]] = {}
 
-        def pooled(tuned: bool) -> torch.Tensor:
+    def states_of(tuned: bool) -> list[torch.Tensor]:
+        if tuned not in chunk_states:
             outputs = []
-            for row in range(rows):
+            for row in range(features.shape[0]):
                 tokens = features[row][mask[row]]
-                row_owner = owner[row].expand(tokens.shape[0])
                 if tuned:
-                    states = top.block_output(tokens, row_owner)
+                    outputs.append(top.block_output(tokens, owner[row].expand(tokens.shape[0])))
                 else:
-                    states = torch.nn.functional.layer_norm(tokens, (top.hidden_size,), top.original[top.block_names[0]], top.original[top.block_names[1]], top.block_eps)
-                outputs.append(states)
-            if kind == "cls":
-                return torch.stack([states[0] for states in outputs]).mean(dim=0)
-            return torch.cat(outputs).mean(dim=0)
+                    original = top.original
+                    outputs.append(torch.nn.functional.layer_norm(
+                        tokens, (top.hidden_size,), original[top.block_names[0]], original[top.block_names[1]], top.block_eps
+                    ))
+            chunk_states[tuned] = outputs
+        return chunk_states[tuned]
 
-        if stage == "":
-            return pooled(False)
-        if stage == "tuned":
-            return pooled(True)
-        return pooled(True) - pooled(False)
+    def pooled(kind: str, tuned: bool) -> torch.Tensor:
+        outputs = states_of(tuned)
+        if kind == "cls":
+            return torch.stack([states[0] for states in outputs]).mean(dim=0)
+        return torch.cat(outputs).mean(dim=0)
+
+    result: dict[str, torch.Tensor] = {}
+    with torch.no_grad():
+        for variant in variants:
+            kind, _, stage = variant.partition("-")
+            if stage == "":
+                result[variant] = pooled(kind, False)
+            elif stage == "tuned":
+                result[variant] = pooled(kind, True)
+            else:
+                result[variant] = pooled(kind, True) - pooled(kind, False)
+    return result
 
 
 # ----------------------------------------------------------------------------------------------
@@ -541,10 +559,9 @@ def shared_run_variants(options: NeuralOptions, num_layers: int) -> tuple[str, .
     tuned weights, so one run gives all seven; ``cls`` and ``avg`` need no tuning and give each other;
     otherwise only the requested variant.
     """
-    if options.variant in ("cls", "avg"):  # untuned: no micro-tuning run to share beyond the other untuned one
-        return ("cls", "avg")
-    block = block_vectors(num_layers)
-    if batched_supported(options.params, num_layers) and any(name in block for name in options.params):
+    if options.variant in UNTUNED_VARIANTS:  # no micro-tuning run to share beyond the other untuned one
+        return UNTUNED_VARIANTS
+    if batched_supported(options.params, num_layers) and tunes_last_block(options.params, num_layers):
         return VARIANTS
     return (options.variant,)
 
@@ -590,10 +607,13 @@ def embed_texts_variants(
     tokenizer = masked_lm.tokenizer
     _check_parameters(masked_lm.model, options.params)
     hidden = [variant for variant in variants if variant != "neural"]
+    tuned = [variant for variant in variants if variant not in UNTUNED_VARIANTS]
     if hidden:
-        block = block_vectors(masked_lm.num_layers)
-        if any(variant not in ("cls", "avg") for variant in hidden) and not any(name in block for name in options.params):
-            raise ValueError(f"neural: variant {hidden[0]!r} reads the last block's output, so params must tune the last block (e.g. params=block)")
+        reading_tuned_block = [variant for variant in hidden if variant in tuned]
+        if reading_tuned_block and not tunes_last_block(options.params, masked_lm.num_layers):
+            raise ValueError(
+                f"neural: variant {reading_tuned_block[0]!r} reads the last block's output, so params must tune the last block (e.g. params=block)"
+            )
         if path == "reference":
             raise ValueError("neural: the hidden-layer variants are computed on the batched path only")
     all_inputs = [text_inputs(text, tokenizer, masked_lm.max_length, options.blueprints, f"text {index}") for text, index in zip(texts, indices)]
@@ -619,19 +639,16 @@ def embed_texts_variants(
         positions += count
     if group:
         groups.append(group)
-    # the untuned variants need no micro-tuning at all
-    epochs = options.epochs if any(variant not in ("cls", "avg") for variant in variants) else 0
-    run_options = NeuralOptions(options.params, epochs, options.learning_rate, options.blueprints, options.variant, options.seed)
+    run_options = replace(options, epochs=options.epochs if tuned else 0)  # the untuned variants need no tuning
     rows: dict[str, list[np.ndarray]] = {variant: [] for variant in variants}
     for members in groups:
         changes, top, frozen = micro_tune_batched(masked_lm, [all_inputs[member] for member in members], run_options, need_plain=bool(hidden))
         for local, member in enumerate(members):
+            vectors = hidden_variants(top, frozen, local, hidden) if hidden else {}
+            if "neural" in variants:
+                vectors["neural"] = weight_change_embedding(changes[local], f"text {indices[member]}")
             for variant in variants:
-                if variant == "neural":
-                    vector = weight_change_embedding(changes[local], f"text {indices[member]}")
-                else:
-                    vector = hidden_variant(top, frozen, local, variant)
-                rows[variant].append(vector.numpy().astype(np.float32))
+                rows[variant].append(vectors[variant].numpy().astype(np.float32))
         if progress:
             progress(len(members))
     return {variant: np.stack(found) for variant, found in rows.items()}
@@ -658,6 +675,7 @@ def embedding_width(masked_lm: MaskedLM, options: NeuralOptions) -> int:
 __all__ = [
     "BLUEPRINTS",
     "HEAD_VECTORS",
+    "UNTUNED_VARIANTS",
     "VARIANTS",
     "BatchedAdamW",
     "NeuralOptions",
@@ -674,5 +692,6 @@ __all__ = [
     "resolve_parameter_names",
     "shared_run_variants",
     "text_inputs",
+    "tunes_last_block",
     "weight_change_embedding",
 ]
