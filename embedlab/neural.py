@@ -402,7 +402,7 @@ class _BatchedTop(torch.nn.Module):
         self.names = list(names)
         self.texts = texts
         self.block_names = block_vectors(masked_lm.num_layers)
-        self.block_mode = any(name in self.block_names for name in names)
+        self.block_mode = tunes_last_block(names, masked_lm.num_layers)
         state = dict(model.named_parameters())
         self.original = {name: state[name].detach().clone() for name in (*self.block_names, *HEAD_VECTORS)}
         # every tuned vector starts, for every text, at the model's value
