@@ -10,6 +10,7 @@ from fakes import FakeMethod, isolated_eval_cache, minilm_method  # noqa: F401 (
 
 from embedlab.datasets import ScoredPairs
 from embedlab.evaluation import sts
+from embedlab.evaluation.base import unit_rows
 from embedlab.evaluation.sts import STSTask, correlations
 
 
@@ -48,7 +49,8 @@ def test_all_concatenates_and_mean_averages(monkeypatch: pytest.MonkeyPatch) -> 
     assert records[("b", "spearman")].value == pytest.approx(-0.5)
     assert records[("mean", "spearman")].value == pytest.approx(0.0)
     pairs = [("t0", "t1"), ("t0", "t2"), ("t0", "t3"), ("t4", "t5"), ("t4", "t7"), ("t4", "t6")]
-    predicted = np.array([angle[a] @ angle[b] for a, b in pairs])  # same floating-point ties as the task
+    # the task's own arithmetic (float64 unit rows, einsum), so exact ties break the same way on any BLAS
+    predicted = np.einsum("ij,ij->i", unit_rows(np.array([angle[a] for a, _ in pairs], dtype=np.float32)), unit_rows(np.array([angle[b] for _, b in pairs], dtype=np.float32)))
     gold = np.array([5.0, 3, 4, 1, 2, 0])
     assert records[("all", "spearman")].value == pytest.approx(correlations(predicted, gold)["spearman"])
     assert records[("all", "spearman")].n == 6
