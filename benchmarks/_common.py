@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from embedlab.datasets import stsb
+from embedlab.data.datasets import stsb
 
 
 def sts_test_pairs(count: int | None = None) -> list[tuple[str, str]]:
@@ -30,8 +30,8 @@ def fresh_cache() -> str:
     machine) are linked in, so a timed run pays for the model and pooling, not for that one-off build.
     """
     global _MACHINE_CACHE
-    from embedlab import token_states
-    from embedlab.paths import cache_root
+    from embedlab.tokens import states as token_states
+    from embedlab.runtime import cache_root
 
     if _MACHINE_CACHE is None:
         _MACHINE_CACHE = cache_root()

@@ -20,7 +20,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _common import fresh_cache, sts_test_sentences
 
 import embedlab
-from embedlab.weights import reference_token_statistics
+from embedlab.pooling.weights import reference_token_statistics
 
 CONFIGURATIONS = [
     "minilm",

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from _common import sts_test_pairs
 
-from embedlab.mlm_head import IGNORE_LABEL, load_masked_lm
-from embedlab.neural import NeuralOptions, embed_texts, resolve_parameter_names, text_inputs
+from embedlab.neural.head import IGNORE_LABEL, load_masked_lm
+from embedlab.neural.core import NeuralOptions, embed_texts, resolve_parameter_names, text_inputs
 
 
 def sts_test_sentences(count: int) -> list[str]:

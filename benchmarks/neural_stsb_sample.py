@@ -16,9 +16,9 @@ import time
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
-from embedlab.datasets import stsb
+from embedlab.data.datasets import stsb
 from embedlab.models import resolve_model_path
-from embedlab.neural_family import NeuralEmbedder
+from embedlab.neural.family import NeuralEmbedder
 
 VARIANTS = {
     "neural:minilm (trained head)": {},

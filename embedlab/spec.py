@@ -1,5 +1,8 @@
 """Method specs: one string names any embedding method with its options and round-trips to text.
 
+This module is the grammar only: which families exist, their options and the named models are passed in
+by :mod:`embedlab.methods.registry` (``registry.parse(text)`` is what callers use).
+
 Grammar (whitespace is not allowed inside a spec)::
 
     spec      := part ('+' part)*                 # '+' between parts concatenates their normalised vectors
@@ -19,7 +22,7 @@ declared order, so equal methods have equal strings.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 POOLED = "pooled"
@@ -59,19 +62,6 @@ class SpecError(ValueError):
     """A method spec that cannot be parsed or names unknown families, keys or values."""
 
 
-_SCHEMAS: dict[str, FamilySchema] = {}
-# Named models are recognised as the start of a new concatenated part; kept here to avoid importing models.py.
-NAMED_MODELS = ("minilm", "mpnet")
-
-
-def register_schema(schema: FamilySchema) -> None:
-    _SCHEMAS[schema.name] = schema
-
-
-def schemas() -> dict[str, FamilySchema]:
-    return dict(_SCHEMAS)
-
-
 @dataclass(frozen=True)
 class MethodSpec:
     """A parsed single method: family, model and its non-default options in declared order."""
@@ -79,13 +69,14 @@ class MethodSpec:
     family: str
     model: str
     options: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    schema: FamilySchema | None = field(default=None, compare=False, repr=False, hash=False)
 
     def get(self, key: str) -> str:
         for name, value in self.options:
             if name == key:
                 return value
-        schema = _SCHEMAS[self.family]
-        if key not in schema.options:
+        schema = self.schema
+        if schema is None or key not in schema.options:
             raise KeyError(f"family {self.family!r} has no option {key!r}")
         return schema.options[key].default
 
@@ -93,7 +84,8 @@ class MethodSpec:
         """A copy with some options changed (keys use '_' for '-')."""
         values = dict(self.options)
         values.update({key.replace("_", "-"): value for key, value in changes.items()})
-        return _build(self.family, self.model, values)
+        assert self.schema is not None, "a MethodSpec made by parse_spec knows its family's options"
+        return build_spec(self.schema, self.model, values)
 
     def __str__(self) -> str:
         options = ",".join(f"{key}={value}" for key, value in self.options)
@@ -112,8 +104,9 @@ class ConcatSpec:
         return "+".join(str(part) for part in self.parts)
 
 
-def _build(family: str, model: str, values: dict[str, str]) -> MethodSpec:
-    schema = _SCHEMAS[family]
+def build_spec(schema: FamilySchema, model: str, values: Mapping[str, str]) -> MethodSpec:
+    """The canonical spec of ``schema``'s family on ``model`` with option ``values`` (validated)."""
+    family = schema.name
     unknown = [key for key in values if key not in schema.options]
     if unknown:
         raise SpecError(
@@ -125,7 +118,7 @@ def _build(family: str, model: str, values: dict[str, str]) -> MethodSpec:
             value = option.canonical(key, values[key])
             if value != option.canonical(key, option.default):
                 options.append((key, value))
-    return MethodSpec(family, model, tuple(options))
+    return MethodSpec(family, model, tuple(options), schema)
 
 
 def _parse_options(text: str, where: str) -> dict[str, str]:
@@ -144,11 +137,11 @@ def _parse_options(text: str, where: str) -> dict[str, str]:
     return values
 
 
-def _parse_part(text: str) -> MethodSpec:
+def _parse_part(text: str, families: Mapping[str, FamilySchema]) -> MethodSpec:
     if not text:
         raise SpecError("empty method spec")
     head, colon, rest = text.partition(":")
-    if colon and head in _SCHEMAS and head != POOLED:
+    if colon and head in families and head != POOLED:
         model, _, options = rest.partition(",")
         family = head
     elif colon and head == POOLED:
@@ -161,20 +154,20 @@ def _parse_part(text: str) -> MethodSpec:
         model, _, options = text.partition(",")
     if not model:
         raise SpecError(f"spec {text!r} names no model")
-    if family not in _SCHEMAS:
-        raise SpecError(f"unknown family {family!r}; known: {', '.join(sorted(_SCHEMAS))}")
-    return _build(family, model, _parse_options(options, f"spec {text!r}"))
+    if family not in families:
+        raise SpecError(f"unknown family {family!r}; known: {', '.join(sorted(families))}")
+    return build_spec(families[family], model, _parse_options(options, f"spec {text!r}"))
 
 
-def _starts_new_part(following: str) -> bool:
+def _starts_new_part(following: str, families: Collection[str], model_names: Collection[str]) -> bool:
     piece = following.split(",", 1)[0].split("+", 1)[0]
-    return ":" in piece or "/" in piece or piece in NAMED_MODELS or piece in _SCHEMAS
+    return ":" in piece or "/" in piece or piece in model_names or piece in families
 
 
-def _split_parts(text: str) -> list[str]:
+def _split_parts(text: str, families: Collection[str], model_names: Collection[str]) -> list[str]:
     """Split a spec at the '+' signs that concatenate methods (see the module docstring)."""
     parts, start = [], 0
-    plus_families = [name for name in _SCHEMAS if "+" in name]
+    plus_families = [name for name in families if "+" in name]
     for index, char in enumerate(text):
         if char != "+" or index < start:
             continue
@@ -184,22 +177,25 @@ def _split_parts(text: str) -> list[str]:
             continue  # the '+' inside a family name such as bert+avg
         last_field = current.replace(":", ",").rsplit(",", 1)[-1]
         in_value = "=" in last_field
-        if (not in_value and ":" in current) or (in_value and _starts_new_part(following)):
+        if (not in_value and ":" in current) or (in_value and _starts_new_part(following, families, model_names)):
             parts.append(current)
             start = index + 1
-        elif not in_value and ":" not in current and _starts_new_part(following):
+        elif not in_value and ":" not in current and _starts_new_part(following, families, model_names):
             parts.append(current)  # e.g. "minilm+minilm": a bare model then another part
             start = index + 1
     parts.append(text[start:])
     return parts
 
 
-def parse_spec(text: str) -> MethodSpec | ConcatSpec:
-    """Parse a spec string; unknown families, keys or values raise SpecError listing the valid ones."""
+def parse_spec(text: str, families: Mapping[str, FamilySchema], model_names: Collection[str] = ()) -> MethodSpec | ConcatSpec:
+    """Parse a spec string against ``families``; unknown families, keys or values raise SpecError.
+
+    ``model_names`` are the named models (``minilm``, ...), recognised as the start of a concatenated part.
+    """
     if not isinstance(text, str):
         raise SpecError(f"a method spec must be a string, got {type(text).__name__}")
     text = text.strip()
     if not text or any(char.isspace() for char in text):
         raise SpecError(f"method spec {text!r} is empty or contains whitespace")
-    parts = [_parse_part(part) for part in _split_parts(text)]
+    parts = [_parse_part(part, families) for part in _split_parts(text, families, model_names)]
     return parts[0] if len(parts) == 1 else ConcatSpec(tuple(parts))

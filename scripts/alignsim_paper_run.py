@@ -16,10 +16,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import embedlab  # noqa: E402
-from embedlab.alignsim.perturb import PerturbationSet, SamplingConfig, build_perturbation_set  # noqa: E402
-from embedlab.alignsim.report import write_report  # noqa: E402
-from embedlab.alignsim.runner import MethodResult, run_method  # noqa: E402
-from embedlab.alignsim.sources import ALL_DATASETS  # noqa: E402
+from embedlab.evaluation.alignsim.perturb import PerturbationSet, SamplingConfig, build_perturbation_set  # noqa: E402
+from embedlab.results.alignsim_report import write_report  # noqa: E402
+from embedlab.evaluation.alignsim.runner import MethodResult, run_method  # noqa: E402
+from embedlab.evaluation.alignsim.sources import ALL_DATASETS  # noqa: E402
 
 
 def main() -> int:

@@ -18,9 +18,9 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from embedlab.matching import load_learned_weights
+from embedlab.matching.core import load_learned_weights
 from embedlab.models import load_model
-from embedlab.weights import reference_token_statistics
+from embedlab.pooling.weights import reference_token_statistics
 
 WORDS = ("not", "no", "never", "without", "the", "a", "is", "with", "and", "of", ",", ".", "man", "woman", "guitar", "1", "2009", "play")
 

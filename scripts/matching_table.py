@@ -25,7 +25,7 @@ from scipy.stats import spearmanr
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import embedlab
-from embedlab.pooling import token_weights
+from embedlab.pooling.aggregation import token_weights
 
 STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
 Pairs = list[tuple[str, str]]
@@ -51,7 +51,7 @@ def _scored(parts: list) -> tuple[Pairs, np.ndarray]:
 
 
 def datasets() -> dict[str, tuple[Pairs, np.ndarray]]:
-    from embedlab import datasets as shared
+    from embedlab.data import datasets as shared
 
     found = {year: _scored(shared.sts_year(year)) for year in STS_YEARS}
     found["STS-B"] = _scored([shared.stsb("test")])
@@ -60,7 +60,7 @@ def datasets() -> dict[str, tuple[Pairs, np.ndarray]]:
 
 
 def evaluate_model(model: str, data: dict[str, tuple[Pairs, np.ndarray]], chunk: int, disk_cache: bool) -> dict[str, dict[str, float]]:
-    from embedlab import token_states
+    from embedlab.tokens import states as token_states
     from embedlab.models import load_model
 
     loaded = load_model(model)

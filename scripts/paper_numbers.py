@@ -27,7 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import embedlab  # noqa: E402
 from embedlab.evaluation import evaluate, parse_tasks  # noqa: E402
-from embedlab.results import ResultsDB  # noqa: E402
+from embedlab.results.database import ResultsDB  # noqa: E402
 
 # (label, method, task, dataset, subset, metric, paper value, tolerance, relative?)
 CHECKS: list[tuple[str, str, str, str, str, str, float | None, float, bool]] = []

@@ -25,7 +25,7 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 import embedlab  # noqa: E402
-from embedlab import datasets  # noqa: E402
+from embedlab.data import datasets  # noqa: E402
 
 ALIGN_SIM_TABLE_2 = {"mr": 83.95, "cr": 88.98, "subj": 93.77, "mpqa": 89.51}
 

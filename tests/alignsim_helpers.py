@@ -50,7 +50,7 @@ class JaccardPairwise:
 
 
 class StandInResultsDB:
-    """The ResultsDB API (add/has/records) in memory, for tests until embedlab.results is on main."""
+    """The ResultsDB API (add/has/records) in memory, for tests until embedlab.results.database is on main."""
 
     def __init__(self) -> None:
         self.rows = []

@@ -19,7 +19,7 @@ def minilm():
 @pytest.fixture(scope="session")
 def sts_test_rows() -> list[tuple[float, str, str]]:
     """(score, sentence 1, sentence 2) of the STS-B test split."""
-    from embedlab.datasets import stsb
+    from embedlab.data.datasets import stsb
 
     test = stsb("test")
     return list(zip(test.scores.tolist(), test.first, test.second))
@@ -35,7 +35,7 @@ def sts_sentences(sts_test_rows) -> list[str]:
 def isolated_cache(tmp_path, monkeypatch):
     """A private, empty cache root for tests that inspect or damage cache entries."""
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
-    from embedlab import token_states
+    from embedlab.tokens import states as token_states
 
     monkeypatch.setattr(token_states, "_STORES", {})
     return tmp_path / "cache"

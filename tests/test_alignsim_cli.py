@@ -1,5 +1,5 @@
-"""embedlab.cli_alignsim: the ``alignsim`` subcommand end to end on ``st:minilm`` and small slices (stand-in
-results database until embedlab.results is on main)."""
+"""embedlab.cli.alignsim: the ``alignsim`` subcommand end to end on ``st:minilm`` and small slices (stand-in
+results database until embedlab.results.database is on main)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import pytest
 from alignsim_helpers import JaccardPairwise, StandInResultsDB, load_minilm
 
-from embedlab.cli_alignsim import add_cli, run_cli
-from embedlab.records import RECORD_KEYS
+from embedlab.cli.alignsim import add_cli, run_cli
+from embedlab.results.records import RECORD_KEYS
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:

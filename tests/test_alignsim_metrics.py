@@ -1,4 +1,4 @@
-"""embedlab.alignsim.metrics: NED on hand-computed vectors, cosine against scikit-learn, α/β, ε pass rates."""
+"""embedlab.evaluation.alignsim.metrics: NED on hand-computed vectors, cosine against scikit-learn, α/β, ε pass rates."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics.pairwise import cosine_similarity
 
-from embedlab.alignsim import metrics
+from embedlab.evaluation.alignsim import metrics
 
 
 @pytest.mark.parametrize(

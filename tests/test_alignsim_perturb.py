@@ -1,4 +1,4 @@
-"""embedlab.alignsim.perturb and lexicon: WordNet-valid synonym/antonym replacement of the right part of
+"""embedlab.evaluation.alignsim.perturb and lexicon: WordNet-valid synonym/antonym replacement of the right part of
 speech, jumbling keeps the multiset of words, skipped sentences are counted, seeds fix the files."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from embedlab.alignsim import lexicon
-from embedlab.alignsim.perturb import (
+from embedlab.evaluation.alignsim import lexicon
+from embedlab.evaluation.alignsim.perturb import (
     SamplingConfig,
     build_perturbation_set,
     derangement,

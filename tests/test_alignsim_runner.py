@@ -1,4 +1,4 @@
-"""embedlab.alignsim.runner on the real minilm model (``st:minilm``) and small slices of the real data: one encode per
+"""embedlab.evaluation.alignsim.runner on the real minilm model (``st:minilm``) and small slices of the real data: one encode per
 dataset, numbers recomputed independently with scikit-learn, pairwise methods without NED."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 from alignsim_helpers import JaccardPairwise, RecordingMethod, jaccard, load_minilm
 from sklearn.metrics.pairwise import paired_cosine_distances
 
-from embedlab.alignsim.perturb import SamplingConfig, build_perturbation_set
-from embedlab.alignsim.runner import run_method
+from embedlab.evaluation.alignsim.perturb import SamplingConfig, build_perturbation_set
+from embedlab.evaluation.alignsim.runner import run_method
 
 CONFIG = SamplingConfig(seed=0, pairs_per_label=8, sentences=8, triplets=8, afin_pairs=8)
 

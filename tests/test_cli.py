@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab.cli import InputError, main, read_texts
+from embedlab.cli.app import InputError, main, read_texts
 
 
 def test_embed_lines_file(tmp_path, capsys):

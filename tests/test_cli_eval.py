@@ -1,4 +1,4 @@
-"""Tests for embedlab.cli_eval and the evaluate() runner: JSON lines, database reuse, results, report."""
+"""Tests for embedlab.cli.evaluate and the evaluate() runner: JSON lines, database reuse, results, report."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 
-from embedlab import cli_eval
+from embedlab.cli import evaluate as cli_eval
 from embedlab.evaluation import evaluate, parse_tasks
-from embedlab.records import RECORD_KEYS
-from embedlab.results import ResultsDB
+from embedlab.results.records import RECORD_KEYS
+from embedlab.results.database import ResultsDB
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -97,7 +97,7 @@ def test_bad_task_selection_is_a_clear_error(capsys) -> None:
 
 
 def test_triplet_intersection_records(files, tmp_path: Path) -> None:
-    from embedlab.datasets import load_grouped_texts
+    from embedlab.data.datasets import load_grouped_texts
     from embedlab.evaluation.triplets import broken_intersection, intersection_ratio
 
     db = ResultsDB(tmp_path / "i.sqlite")

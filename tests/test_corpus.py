@@ -1,4 +1,4 @@
-from embedlab.corpus import detokenize, wikitext2_paragraphs
+from embedlab.data.wikitext import detokenize, wikitext2_paragraphs
 
 
 def test_detokenize_undoes_wikitext_splitting():

@@ -1,4 +1,4 @@
-"""Tests for embedlab.datasets: row counts of the shared data, user file formats and error messages."""
+"""Tests for embedlab.data.datasets: row counts of the shared data, user file formats and error messages."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedlab import datasets
-from embedlab.datasets import DataFormatError
+from embedlab.data import datasets
+from embedlab.data.datasets import DataFormatError
 
 
 def test_sts_years_skip_unscored_pairs() -> None:

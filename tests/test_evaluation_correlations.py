@@ -9,7 +9,7 @@ import pytest
 from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 from scipy import stats
 
-from embedlab import datasets
+from embedlab.data import datasets
 from embedlab.evaluation.correlations import CorrelationsTask
 
 

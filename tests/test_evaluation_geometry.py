@@ -51,7 +51,7 @@ def test_uniformity_hand_computed() -> None:
 
 
 def test_alignment_task_on_stsb_train() -> None:
-    from embedlab import datasets
+    from embedlab.data import datasets
     from embedlab.evaluation.geometry import AlignmentTask
 
     method = FakeMethod(dim=3)
@@ -68,7 +68,7 @@ def test_alignment_task_on_stsb_train() -> None:
 
 
 def test_isotropy_task_encodes_distinct_sentences_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from embedlab import datasets
+    from embedlab.data import datasets
     from embedlab.evaluation.geometry import IsotropyTask
 
     sentences = [f"sentence number {k} is long enough" for k in range(40)] + ["sentence number 0 is long enough"]

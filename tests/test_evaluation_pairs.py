@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 
-from embedlab.datasets import pairs_sts
+from embedlab.data.datasets import pairs_sts
 from embedlab.evaluation.pairs import PairsTask, count_wrong_tuples
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import embedlab
-from embedlab.matching import MatchingMethod, pair_score, plot_explanation, token_scores
+from embedlab.matching.core import MatchingMethod, pair_score, plot_explanation, token_scores
 from embedlab.spec import SpecError
 
 # A 3 × 4 token similarity matrix worked by hand below.
@@ -92,7 +92,7 @@ def _direct_token_vectors(minilm, text: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_bertscore_mode_matches_direct_computation(minilm):
-    from embedlab.weights import reference_token_statistics
+    from embedlab.pooling.weights import reference_token_statistics
 
     reference, candidate = "A man is playing a flute.", "A man plays the bamboo flute loudly."
     idf = reference_token_statistics(minilm.tokenizer)[0]
@@ -147,7 +147,7 @@ def test_explain_numbers_and_heatmap(tmp_path):
 
 
 def test_explain_cli(tmp_path, capsys):
-    from embedlab.cli_match import add_cli
+    from embedlab.cli.matching import add_cli
 
     parser = argparse.ArgumentParser()
     add_cli(parser.add_subparsers(dest="command", required=True))

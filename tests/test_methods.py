@@ -3,7 +3,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 import embedlab
-from embedlab import methods
+from embedlab.methods import core as methods
 from embedlab.models import resolve_model_path
 
 

@@ -1,4 +1,4 @@
-"""Tests of embedlab.mlm_head: head detection and loading, WikiText-2 preparation, head training."""
+"""Tests of embedlab.neural.head: head detection and loading, WikiText-2 preparation, head training."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import shutil
 import pytest
 import torch
 
-from embedlab import mlm_head
-from embedlab.mlm_head import (
+from embedlab.neural import head as mlm_head
+from embedlab.neural.head import (
     HEAD_TENSOR_NAMES,
     IGNORE_LABEL,
     HeadError,
@@ -150,7 +150,7 @@ def test_training_is_deterministic_and_resumes_exactly(tmp_path, monkeypatch) ->
 
 
 def test_cli_trains_and_writes_head(tmp_path, monkeypatch, capsys) -> None:
-    from embedlab.cli_neural import add_cli
+    from embedlab.cli.neural import add_cli
 
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
     _tiny_bert(tmp_path / "no-head", with_head=False)

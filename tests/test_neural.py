@@ -1,4 +1,4 @@
-"""Tests of embedlab.neural and embedlab.neural_family (neural-embeddings paper §2, Eq. 1, Appendix A, G)."""
+"""Tests of embedlab.neural.core and embedlab.neural.family (neural-embeddings paper §2, Eq. 1, Appendix A, G)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from embedlab.mlm_head import IGNORE_LABEL, load_masked_lm
-from embedlab.neural import (
+from embedlab.neural.head import IGNORE_LABEL, load_masked_lm
+from embedlab.neural.core import (
     BLUEPRINTS,
     BatchedAdamW,
     NeuralOptions,
@@ -21,7 +21,7 @@ from embedlab.neural import (
     text_inputs,
     weight_change_embedding,
 )
-from embedlab.neural_family import NeuralEmbedder
+from embedlab.neural.family import NeuralEmbedder
 
 MASK = -1
 # Fig. 9 / Fig. 10 for a 6-token text, derived by hand: K = kept, M = masked; rows in blueprint, shift order.
@@ -212,7 +212,7 @@ def test_embedder_options_and_cache(minilm, tmp_path, monkeypatch) -> None:
 
 
 def test_one_tuning_run_caches_every_appendix_g_variant(minilm, tmp_path, monkeypatch) -> None:
-    import embedlab.neural_family as family
+    import embedlab.neural.family as family
 
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
     block = tuple(block_vectors(minilm.num_layers))
@@ -236,8 +236,8 @@ def test_one_tuning_run_caches_every_appendix_g_variant(minilm, tmp_path, monkey
 
 def test_neural_family_specs(minilm, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
-    import embedlab.neural_family  # noqa: F401  (registers the family)
-    from embedlab.methods import load
+    import embedlab.neural.family  # noqa: F401  (registers the family)
+    from embedlab.methods.registry import load
     from embedlab.spec import SpecError
 
     method = load("neural:minilm,epochs=2,lr=1e-2,params=head")

@@ -3,7 +3,7 @@ import stat
 
 import pytest
 
-from embedlab.paths import atomic_write_bytes, data_path
+from embedlab.runtime import atomic_write_bytes, data_path
 
 
 def test_atomic_write_replaces_whole_files_with_ordinary_permissions(tmp_path):

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from embedlab.pooling import FlatTokens, LayoutMemo, aggregate, layer_matrix, resolve_layers, select_tokens, token_weights
-from embedlab.token_states import TokenStates
+from embedlab.pooling.aggregation import FlatTokens, LayoutMemo, aggregate, layer_matrix, resolve_layers, select_tokens, token_weights
+from embedlab.tokens.states import TokenStates
 
 CLS, SEP, MASK = 101, 102, 103
 

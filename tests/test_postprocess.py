@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from sklearn.preprocessing import QuantileTransformer
 
-from embedlab.postprocess import (
+from embedlab.pooling.postprocess import (
     AllButTheTop,
     Chain,
     Normalize,

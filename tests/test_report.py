@@ -1,11 +1,11 @@
-"""Tests for embedlab.report: tables with methods as columns, headline/summary records, offline HTML."""
+"""Tests for embedlab.results.report: tables with methods as columns, headline/summary records, offline HTML."""
 
 from __future__ import annotations
 
 import pytest
 
-from embedlab.records import Record
-from embedlab.report import headline_records, html_report, markdown_table, summary_records, text_table
+from embedlab.results.records import Record
+from embedlab.results.report import headline_records, html_report, markdown_table, summary_records, text_table
 
 
 def _records() -> list[Record]:

@@ -1,4 +1,4 @@
-"""Tests for embedlab.results: storing, filtering, replacing and provenance."""
+"""Tests for embedlab.results.database: storing, filtering, replacing and provenance."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from embedlab.records import Record
-from embedlab.results import ResultsDB, default_path
+from embedlab.results.records import Record
+from embedlab.results.database import ResultsDB, default_path
 
 
 def _records(method: str = "minilm", value: float = 0.5) -> list[Record]:

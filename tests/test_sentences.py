@@ -1,4 +1,4 @@
-from embedlab.sentences import chunk_token_ids, pack_sentences, split_sentences
+from embedlab.data.sentences import chunk_token_ids, pack_sentences, split_sentences
 
 
 def test_split_sentences_handles_abbreviations():

@@ -1,7 +1,8 @@
 import pytest
 
-import embedlab.methods  # noqa: F401 - registers the built-in families
-from embedlab.spec import ConcatSpec, MethodSpec, SpecError, parse_spec
+
+from embedlab.methods.registry import parse as parse_spec
+from embedlab.spec import ConcatSpec, MethodSpec, SpecError
 
 
 @pytest.mark.parametrize(

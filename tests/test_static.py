@@ -3,9 +3,9 @@ import pytest
 import torch
 
 import embedlab
-from embedlab import static
-from embedlab.static import context_averaged_tables, isolated_token_states, random_token_table
-from embedlab.token_states import TokenStateStore
+from embedlab.pooling import static
+from embedlab.pooling.static import context_averaged_tables, isolated_token_states, random_token_table
+from embedlab.tokens.states import TokenStateStore
 
 CORPUS = ["The cat sat on the mat.", "A dog sat on the cat.", "The mat was red and the dog was brown."]
 

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from embedlab.sentences import split_sentences
-from embedlab.templates import TEMPLATES, get_template
-from embedlab.token_states import TokenStates, TokenStateStore
+from embedlab.data.sentences import split_sentences
+from embedlab.tokens.templates import TEMPLATES, get_template
+from embedlab.tokens.states import TokenStates, TokenStateStore
 
 
 def test_every_layer_is_stored_with_the_right_meaning(minilm, isolated_cache):

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from embedlab.corpus import wikitext2_sentences
-from embedlab.matching import RESOURCES, load_learned_weights
-from embedlab.token_weight_learning import (
+from embedlab.data.wikitext import wikitext2_sentences
+from embedlab.matching.core import RESOURCES, load_learned_weights
+from embedlab.training.token_weights import (
     TrainingConfig,
     _batch_order,
     mean_loss,

@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 
-from embedlab.weights import (
+from embedlab.pooling.weights import (
     idf_from_documents,
     most_frequent_tokens,
     punctuation_token_mask,

@@ -21,8 +21,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from embedlab.paths import atomic_write_bytes, cache_dir
-from embedlab.records import Record
+from embedlab.runtime import atomic_write_bytes, cache_dir
+from embedlab.results.records import Record
 
 
 @runtime_checkable

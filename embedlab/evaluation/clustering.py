@@ -9,10 +9,10 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
 
-from embedlab import datasets
-from embedlab.datasets import LabelledTexts
+from embedlab.data import datasets
+from embedlab.data.datasets import LabelledTexts
 from embedlab.evaluation.base import Method, Task, encode_texts, solver_threads
-from embedlab.records import Record
+from embedlab.results.records import Record
 
 
 def matched_accuracy(labels: np.ndarray, clusters: np.ndarray) -> float:

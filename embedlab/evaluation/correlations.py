@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from embedlab import datasets
+from embedlab.data import datasets
 from embedlab.evaluation.base import Method, Task, pair_scores
 from embedlab.evaluation.sts import correlations
-from embedlab.records import Record
+from embedlab.results.records import Record
 
 CORRELATION_DATASETS = ("stsb", "summeval")
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from embedlab import datasets
+from embedlab.data import datasets
 from embedlab.evaluation.base import Method, Task, encode_texts, encode_unique, unique_texts, unit_rows
-from embedlab.records import Record
+from embedlab.results.records import Record
 
 
 def isoscore(points: np.ndarray) -> float:

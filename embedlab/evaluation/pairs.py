@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embedlab import datasets
-from embedlab.datasets import SimilarPairs
+from embedlab.data import datasets
+from embedlab.data.datasets import SimilarPairs
 from embedlab.evaluation.base import Method, Task, pair_scores
-from embedlab.records import Record
+from embedlab.results.records import Record
 
 
 @dataclass(frozen=True)

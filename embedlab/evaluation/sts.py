@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from embedlab import datasets
-from embedlab.datasets import ScoredPairs
+from embedlab.data import datasets
+from embedlab.data.datasets import ScoredPairs
 from embedlab.evaluation.base import Method, Task, encode_unique, pair_scores, unit_rows
-from embedlab.records import Record
+from embedlab.results.records import Record
 
 
 def correlations(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embedlab import datasets
-from embedlab.datasets import GroupedTexts
+from embedlab.data import datasets
+from embedlab.data.datasets import GroupedTexts
 from embedlab.evaluation.base import Method, Task, encode_texts, unit_rows
-from embedlab.records import Record
+from embedlab.results.records import Record
 
 _BLOCK = 256  # anchors per matrix product: bounds memory at 256 × n float64
 

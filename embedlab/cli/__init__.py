@@ -1,0 +1,1 @@
+"""The ``embedlab`` command line: one module per command group."""

@@ -1,0 +1,175 @@
+"""Command line of the evaluation harness: ``embedlab eval``, ``embedlab results``, ``embedlab report``.
+
+* ``eval SPEC [SPEC ...] --tasks ...`` runs tasks (see :mod:`embedlab.evaluation`), stores every finished
+  (method, task, dataset) in the results database at once and prints a table (methods as columns), a
+  markdown table, or JSON lines with the keys method, task, dataset, subset, metric, value, n. Finished
+  results are reused unless ``--force``.
+* ``results`` lists, filters and compares stored results.
+* ``report --out report.html`` writes one offline HTML page with tables and plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from embedlab.results.records import RECORD_KEYS, Record
+
+FORMATS = ("table", "json", "markdown")
+
+
+def load_method(spec: str):
+    """The method of a spec string, through the foundation's ``embedlab.load``."""
+    import embedlab
+
+    loader = getattr(embedlab, "load", None)
+    if loader is None:
+        raise RuntimeError("embedlab.load is not available in this installation (the method layer is missing)")
+    return loader(spec)
+
+
+def print_records(records: Sequence[Record], output_format: str, stream=None) -> None:
+    from embedlab.results.report import markdown_table, text_table
+
+    stream = stream or sys.stdout
+    if output_format == "json":
+        for record in records:
+            row = record.as_dict()
+            stream.write(json.dumps({key: row[key] for key in RECORD_KEYS}) + "\n")
+    elif output_format == "markdown":
+        stream.write(markdown_table(records) + "\n")
+    else:
+        stream.write(text_table(records) + "\n")
+
+
+def _filter(records: list[Record], args: argparse.Namespace) -> list[Record]:
+    def keep(record: Record) -> bool:
+        return ((not args.metric or record.metric in args.metric)
+                and (not args.subset or record.subset in args.subset))
+
+    return [r for r in records if keep(r)]
+
+
+def _stored(args: argparse.Namespace) -> list[Record]:
+    from embedlab.results.database import ResultsDB
+
+    db = ResultsDB(args.db)
+    methods = args.method or [None]
+    tasks = args.task or [None]
+    datasets = args.dataset or [None]
+    records: list[Record] = []
+    for method in methods:
+        for task in tasks:
+            for dataset in datasets:
+                records += db.records(method=method, task=task, dataset=dataset)
+    return _filter(records, args)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from embedlab.evaluation import evaluate, parse_tasks
+    from embedlab.results.database import ResultsDB
+
+    try:
+        tasks = parse_tasks(args.tasks, seed=args.seed, pair_features=args.pair_features,
+                            layout="line" if args.groups_per_line else "column")
+    except (ValueError, FileNotFoundError) as error:
+        print(f"embedlab eval: {error}", file=sys.stderr)
+        return 2
+    try:
+        methods = [load_method(spec) for spec in args.specs]
+    except Exception as error:  # noqa: BLE001 - an unknown spec or model: report it, do not trace back
+        print(f"embedlab eval: {error}", file=sys.stderr)
+        return 2
+    db = None if args.no_db else ResultsDB(args.db)
+    log = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
+    run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection, log=log)
+    print_records(_shape(_filter(run.records, args), args), args.format)
+    return 0
+
+
+def _shape(records: list[Record], args: argparse.Namespace) -> list[Record]:
+    from embedlab.results.report import headline_records, summary_records
+
+    if getattr(args, "summary", False):
+        return headline_records(records) + summary_records(records)
+    return records
+
+
+def run_results(args: argparse.Namespace) -> int:
+    print_records(_shape(_stored(args), args), args.format)
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from embedlab.results.report import write_report
+    from embedlab.results.database import ResultsDB
+
+    records = _stored(args)
+    if not records:
+        print(f"embedlab report: no stored results match in {ResultsDB(args.db).path}", file=sys.stderr)
+        return 1
+    path = write_report(records, args.out, title=args.title, provenance=f"Results database: {ResultsDB(args.db).path}.")
+    print(f"wrote {path} ({len(records)} records)")
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser, with_format: bool = True) -> None:
+    parser.add_argument("--db", default=None, help="results database file (default ./embedlab_results.sqlite, or $EMBEDLAB_RESULTS)")
+    parser.add_argument("--metric", action="append", help="keep only this metric (repeatable)")
+    parser.add_argument("--subset", action="append", help="keep only this subset (repeatable)")
+    if with_format:
+        parser.add_argument("--format", choices=FORMATS, default="table",
+                            help="table (methods as columns), markdown, or json (one object per line)")
+        parser.add_argument("--summary", action="store_true",
+                            help="only each dataset's headline number plus per-task averages (paper 2 Table 4 shape)")
+
+
+def add_cli(subparsers) -> None:
+    """Register ``eval``, ``results`` and ``report`` on an argparse subparsers object."""
+    evaluate_parser = subparsers.add_parser(
+        "eval", help="evaluate embedding methods on the harness's tasks",
+        description="Evaluate one or more method specs. Tasks: sts, pairs, triplets, correlations, clustering, "
+                    "classification, isotropy, alignment; 'family:dataset' picks one dataset, 'family:@FILE' a user "
+                    "file; 'all' runs everything, 'quick' a few minutes' selection.")
+    evaluate_parser.add_argument("specs", nargs="+", metavar="SPEC", help="method spec, e.g. minilm or st:minilm")
+    evaluate_parser.add_argument("--tasks", default="quick", help="comma-separated task selection (default: quick)")
+    evaluate_parser.add_argument("--force", action="store_true", help="recompute results already in the database")
+    evaluate_parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
+    evaluate_parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (k-means, CV folds)")
+    evaluate_parser.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
+                                 help="MRPC/SICK-E classifier features: senteval [|u-v|, u*v] or full [u, v, |u-v|, u*v]")
+    evaluate_parser.add_argument("--groups-per-line", action="store_true",
+                                 help="user grouped files (triplets:@FILE) hold one group per line")
+    evaluate_parser.add_argument("--intersection", action="store_true",
+                                 help="triplets: also the Eq. 3 intersection of each method's broken triplets with the first method's")
+    evaluate_parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _common(evaluate_parser)
+    evaluate_parser.set_defaults(handler=run_eval)
+
+    results_parser = subparsers.add_parser("results", help="list, filter and compare stored results (methods as columns)")
+    for name in ("method", "task", "dataset"):
+        results_parser.add_argument(f"--{name}", action="append", help=f"keep only this {name} (repeatable)")
+    _common(results_parser)
+    results_parser.set_defaults(handler=run_results)
+
+    report_parser = subparsers.add_parser("report", help="write an offline HTML report of stored results")
+    for name in ("method", "task", "dataset"):
+        report_parser.add_argument(f"--{name}", action="append", help=f"keep only this {name} (repeatable)")
+    report_parser.add_argument("--out", default="report.html", help="HTML file to write (default report.html)")
+    report_parser.add_argument("--title", default="embedlab evaluation report")
+    _common(report_parser, with_format=False)
+    report_parser.set_defaults(handler=run_report)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Stand-alone entry point (``python -m embedlab.cli.evaluate``) until the lead's CLI registers these commands."""
+    parser = argparse.ArgumentParser(prog="embedlab")
+    add_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

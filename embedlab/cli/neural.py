@@ -1,0 +1,104 @@
+"""CLI for the neural-embeddings area: ``embedlab mlm-head train MODEL`` (paper Appendix A; issue 4).
+
+Embedding texts with ``neural:…`` specs goes through the lead's generic ``embedlab embed`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import warnings
+from pathlib import Path
+
+DEFAULTS_NOTE = "defaults reproduce the shipped MiniLM head exactly"
+
+
+def add_cli(subparsers) -> None:
+    """Register ``mlm-head train`` on the main parser's subcommands."""
+    from embedlab.neural.head import HeadTrainingConfig
+
+    defaults = HeadTrainingConfig(model="")
+    head = subparsers.add_parser("mlm-head", help="masked-LM heads for encoders shipped without one")
+    head_commands = head.add_subparsers(dest="mlm_head_command", required=True)
+    train = head_commands.add_parser(
+        "train",
+        help="train a masked-LM head (encoder frozen) on WikiText-2 and report held-out masked-token accuracy",
+        description=f"Train the head transform and output bias with the encoder frozen ({DEFAULTS_NOTE}).",
+    )
+    train.add_argument("model", help="model name (e.g. minilm), local folder or cached Hugging Face id")
+    train.add_argument("--out", type=Path, default=None, help="head file to write (default: ./<model>_mlm_head.safetensors)")
+    train.add_argument("--seed", type=int, default=defaults.seed)
+    train.add_argument("--epochs", type=int, default=defaults.epochs)
+    train.add_argument("--train-tokens", type=int, default=defaults.train_tokens, help="WikiText-2 train tokens used")
+    train.add_argument("--valid-tokens", type=int, default=defaults.valid_tokens, help="WikiText-2 valid tokens evaluated")
+    train.add_argument("--block-tokens", type=int, default=defaults.block_tokens, help="tokens per input, [CLS]/[SEP] included")
+    train.add_argument("--batch-size", type=int, default=defaults.batch_size, help="masked positions per step")
+    train.add_argument("--lr", type=float, default=defaults.learning_rate)
+    train.add_argument("--weight-decay", type=float, default=defaults.weight_decay)
+    train.add_argument("--threads", type=int, default=defaults.threads, help="torch threads (fixed for bit-reproducibility)")
+    train.add_argument("--checkpoint-dir", type=Path, default=None, help="resumable checkpoints (default: the embedlab cache)")
+    train.add_argument("--no-progress", action="store_true", help="no progress bars")
+    train.set_defaults(handler=_train_handler)
+
+
+def _train_handler(args: argparse.Namespace) -> int:
+    from embedlab.neural.head import HeadError, HeadTrainingConfig, default_head_filename, save_head, train_head
+    from embedlab.runtime import cache_dir
+
+    config = HeadTrainingConfig(
+        model=args.model,
+        seed=args.seed,
+        block_tokens=args.block_tokens,
+        train_tokens=args.train_tokens,
+        valid_tokens=args.valid_tokens,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        weight_decay=args.weight_decay,
+        threads=args.threads,
+    )
+    out = args.out or Path(default_head_filename(args.model))
+    command = "embedlab mlm-head train " + " ".join(shlex.quote(part) for part in _reproducing_arguments(args, config))
+    checkpoint_dir = args.checkpoint_dir or cache_dir("mlm_head", "checkpoints")
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*lr_scheduler.step.*")
+            result = train_head(config, checkpoint_dir=checkpoint_dir, command=command, show_progress=not args.no_progress)
+    except (HeadError, FileNotFoundError, LookupError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    save_head(result, out)
+    print(f"masked-token accuracy on WikiText-2 valid ({result.metadata['valid_masked_positions']} masked positions):")
+    print(f"  untrained head: top-1 {result.untrained_accuracy[0]:.4f}  top-5 {result.untrained_accuracy[1]:.4f}")
+    print(f"  trained head:   top-1 {result.trained_accuracy[0]:.4f}  top-5 {result.trained_accuracy[1]:.4f}")
+    print(f"wrote {out} and {out.with_suffix('.json')}")
+    return 0
+
+
+def _reproducing_arguments(args: argparse.Namespace, config) -> list[str]:
+    """The model plus every option that differs from the defaults (the head's metadata records it)."""
+    from embedlab.neural.head import HeadTrainingConfig
+
+    defaults = HeadTrainingConfig(model=config.model)
+    parts = [config.model]
+    for option, field_name in (
+        ("--seed", "seed"), ("--epochs", "epochs"), ("--train-tokens", "train_tokens"), ("--valid-tokens", "valid_tokens"),
+        ("--block-tokens", "block_tokens"), ("--batch-size", "batch_size"), ("--lr", "learning_rate"),
+        ("--weight-decay", "weight_decay"), ("--threads", "threads"),
+    ):
+        if getattr(config, field_name) != getattr(defaults, field_name):
+            parts += [option, str(getattr(config, field_name))]
+    return parts
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m embedlab.cli.neural …``) until the lead's cli.py imports add_cli."""
+    parser = argparse.ArgumentParser(prog="embedlab")
+    add_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,322 @@
+"""ALIGN-SIM perturbation sets (paper §4, §5.1, §5.3 and Appendix A.2).
+
+From each paraphrase dataset (QQP, PAWS-Wiki, MRPC) one seed fixes:
+
+* criterion 1 — ``positive`` pairs (label 1) and ``random`` pairs: label-0 pairs whose second sentences
+  are shuffled among themselves (a permutation with no fixed point), so no pair keeps its partner;
+* criterion 2 — single sentences (positives first, then negatives, as the paper's sampling) with
+  n = 1, 2, 3 verbs/adjectives replaced by WordNet synonyms of the same part of speech;
+* criterion 3 — triplets (S, S'_P, S'_A): a positive pair and S with one verb/adjective replaced by a
+  WordNet antonym;
+* criterion 5 — triplets (S, S'_P, S'_J): a positive pair and S with n = 1, 2, 3 disjoint pairs of
+  words swapped;
+
+and AFIN gives criterion 4's (negated sentence, affirmative interpretation) pairs.
+
+Every item records what changed and where (token index, character offset, old and new word). A
+sentence that cannot be perturbed (no replaceable word, too few words to swap) is skipped and
+counted in ``PerturbationSet.skipped``, never kept unchanged. Sets are written as JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from embedlab.evaluation.alignsim import lexicon
+from embedlab.evaluation.alignsim.sources import PARAPHRASE_DATASETS, SentencePair, read_dataset
+
+N_VALUES = (1, 2, 3)
+FORMAT_VERSION = 1
+MAX_SWAP_TRIES = 20
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """Sizes of Appendix A.2's samples (each capped at what the dataset has) and the seed."""
+
+    seed: int = 0
+    pairs_per_label: int = 2500  # criterion 1: positives and random pairs (MRPC has 2,474 / 1,194: all of them)
+    sentences: int = 3500  # criterion 2 originals
+    triplets: int = 3500  # criteria 3 and 5: positive pairs whose first sentence is perturbed
+    afin_pairs: int | None = None  # criterion 4: None = every AFIN pair
+
+
+@dataclass
+class PerturbationSet:
+    """All items for one dataset, by kind: ``c1``, ``c2``, ``c3``, ``c4``, ``c5`` (lists of JSON-able dicts)."""
+
+    dataset: str
+    config: SamplingConfig
+    items: dict[str, list[dict]] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def texts(self, kinds: list[str] | None = None) -> list[str]:
+        """Every distinct text the items of ``kinds`` compare, in first-seen order (what one encode() gets)."""
+        seen: dict[str, None] = {}
+        for kind in kinds or sorted(self.items):
+            for item in self.items.get(kind, []):
+                for key in ("text_a", "text_b", "original", "paraphrase", "perturbed"):
+                    if key in item:
+                        seen.setdefault(item[key], None)
+        return list(seen)
+
+    def save(self, folder: Path) -> list[Path]:
+        """Write ``<folder>/<dataset>.<kind>.jsonl`` per kind and ``<dataset>.summary.json``; return the paths."""
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        for kind, items in sorted(self.items.items()):
+            path = folder / f"{self.dataset}.{kind}.jsonl"
+            with open(path, "w", encoding="utf-8") as stream:
+                for item in items:
+                    stream.write(json.dumps(item, ensure_ascii=False, sort_keys=True) + "\n")
+            written.append(path)
+        summary = {
+            "format": FORMAT_VERSION,
+            "dataset": self.dataset,
+            "config": asdict(self.config),
+            "counts": {kind: len(items) for kind, items in sorted(self.items.items())},
+            "skipped": dict(sorted(self.skipped.items())),
+        }
+        path = folder / f"{self.dataset}.summary.json"
+        path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return written + [path]
+
+    @classmethod
+    def load(cls, folder: Path, dataset: str) -> "PerturbationSet":
+        summary_path = folder / f"{dataset}.summary.json"
+        if not summary_path.exists():
+            raise FileNotFoundError(f"no perturbation summary {summary_path}")
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        if summary.get("format") != FORMAT_VERSION:
+            raise ValueError(f"{summary_path}: format {summary.get('format')!r}, expected {FORMAT_VERSION}")
+        items = {}
+        for kind in summary["counts"]:
+            path = folder / f"{dataset}.{kind}.jsonl"
+            with open(path, encoding="utf-8") as stream:
+                rows = []
+                for line_number, line in enumerate(stream, start=1):
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as error:
+                        raise ValueError(f"{path}:{line_number}: not valid JSON ({error})") from error
+            if len(rows) != summary["counts"][kind]:
+                raise ValueError(f"{path}: {len(rows)} items, summary says {summary['counts'][kind]}")
+            items[kind] = rows
+        return cls(dataset, SamplingConfig(**summary["config"]), items, summary["skipped"])
+
+
+def stream_rng(seed: int, *names: object) -> np.random.Generator:
+    """An independent random stream per (seed, purpose): adding a dataset or kind never shifts another's draws."""
+    keys = [seed] + [zlib.crc32(str(name).encode()) for name in names]
+    return np.random.default_rng(keys)
+
+
+def _sample(items: list, size: int | None, rng: np.random.Generator) -> list:
+    if size is None or size >= len(items):
+        order = rng.permutation(len(items))
+    else:
+        order = rng.choice(len(items), size=size, replace=False)
+    return [items[int(index)] for index in order]
+
+
+def derangement(size: int, rng: np.random.Generator) -> np.ndarray:
+    """A random permutation with no fixed point (each random pair gets a foreign second sentence)."""
+    if size < 2:
+        raise ValueError(f"random pairs need at least 2 negative pairs to shuffle, got {size}")
+    permutation = rng.permutation(size)
+    for index in range(size):
+        if permutation[index] == index:  # swap with a neighbour: both positions then differ from their own
+            other = (index + 1) % size
+            permutation[index], permutation[other] = permutation[other], permutation[index]
+    return permutation
+
+
+# ---------------------------------------------------------------- word replacement (criteria 2 and 3)
+
+
+def replacement_options(token: lexicon.Token, relation: str) -> list[tuple[str, str, str]]:
+    """(inflected replacement, its lemma, the token's lemma) for a verb/adjective token; [] when none.
+
+    ``relation`` is ``synonym`` or ``antonym``. Only content verbs and adjectives qualify (spaCy POS
+    VERB/ADJ, not auxiliaries or stop words) whose form we can regenerate for the new word.
+    """
+    if token.pos not in lexicon.WORDNET_POS or token.tag not in lexicon.INFLECTABLE_TAGS:
+        return []
+    if not token.is_alpha or token.is_stop or len(token.text) < 2:
+        return []
+    wordnet_pos = lexicon.WORDNET_POS[token.pos]
+    if (token.tag == "JJ") != (wordnet_pos == "a"):
+        return []  # tag and coarse POS disagree (e.g. ADJ tagged VBN): leave it alone
+    lemma = lexicon.lemma_of(token.text, wordnet_pos)
+    if lemma is None:
+        return []
+    related = lexicon.synonyms(lemma, wordnet_pos) if relation == "synonym" else lexicon.antonyms(lemma, wordnet_pos)
+    options = []
+    for word in related:
+        form = lexicon.inflect(word, token.tag)
+        if form is None or form.lower() == token.text.lower():
+            continue
+        options.append((lexicon.match_case(form, token.text), word, lemma))
+    return options
+
+
+def replace_words(
+    tokens: list[lexicon.Token], n: int, relation: str, rng: np.random.Generator
+) -> tuple[str, list[dict]] | None:
+    """Replace ``n`` distinct verb/adjective tokens by WordNet synonyms/antonyms; None if fewer than n qualify."""
+    candidates = []
+    for index, token in enumerate(tokens):
+        options = replacement_options(token, relation)
+        if options:
+            candidates.append((index, options))
+    if len(candidates) < n:
+        return None
+    chosen = sorted(int(i) for i in rng.choice(len(candidates), size=n, replace=False))
+    replacements, changes = {}, []
+    for candidate in chosen:
+        index, options = candidates[candidate]
+        form, new_lemma, old_lemma = options[int(rng.integers(len(options)))]
+        token = tokens[index]
+        replacements[index] = form
+        changes.append(
+            {
+                "token": index,
+                "start": token.start,
+                "original": token.text,
+                "replacement": form,
+                "pos": token.pos,
+                "tag": token.tag,
+                "lemma": old_lemma,
+                "replacement_lemma": new_lemma,
+            }
+        )
+    return lexicon.detokenize(tokens, replacements), changes
+
+
+# ---------------------------------------------------------------- jumbling (criterion 5)
+
+
+def jumble(tokens: list[lexicon.Token], n: int, rng: np.random.Generator) -> tuple[str, list[dict]] | None:
+    """Swap ``n`` disjoint pairs of different words (punctuation stays put); None if the sentence is too short."""
+    words = [index for index, token in enumerate(tokens) if not token.is_punct and not token.text.isspace()]
+    if len(words) < 2 * n or len({tokens[i].text for i in words}) < 2:
+        return None
+    for _ in range(MAX_SWAP_TRIES):
+        picked = [words[int(i)] for i in rng.choice(len(words), size=2 * n, replace=False)]
+        pairs = [(picked[2 * k], picked[2 * k + 1]) for k in range(n)]
+        if all(tokens[a].text != tokens[b].text for a, b in pairs):  # a swap of equal words changes nothing
+            break
+    else:
+        return None
+    replacements, swaps = {}, []
+    for a, b in sorted(tuple(sorted(pair)) for pair in pairs):
+        replacements[a], replacements[b] = tokens[b].text, tokens[a].text
+        swaps.append({"tokens": [a, b], "starts": [tokens[a].start, tokens[b].start], "words": [tokens[a].text, tokens[b].text]})
+    return lexicon.detokenize(tokens, replacements), swaps
+
+
+# ---------------------------------------------------------------- building a dataset's sets
+
+
+def _criterion1(pairs: list[SentencePair], config: SamplingConfig, dataset: str) -> list[dict]:
+    positives = [pair for pair in pairs if pair.label == 1]
+    negatives = [pair for pair in pairs if pair.label == 0]
+    items = [
+        {"kind": "positive", "text_a": p.text_a, "text_b": p.text_b, "source_a": p.source, "source_b": p.source}
+        for p in _sample(positives, config.pairs_per_label, stream_rng(config.seed, dataset, "c1", "positive"))
+    ]
+    sampled_negatives = _sample(negatives, config.pairs_per_label, stream_rng(config.seed, dataset, "c1", "random"))
+    shuffle = derangement(len(sampled_negatives), stream_rng(config.seed, dataset, "c1", "shuffle"))
+    for index, partner in enumerate(shuffle):
+        first, second = sampled_negatives[index], sampled_negatives[int(partner)]
+        items.append(
+            {"kind": "random", "text_a": first.text_a, "text_b": second.text_b, "source_a": first.source, "source_b": second.source}
+        )
+    return items
+
+
+def _unique_first_sentences(pairs: list[SentencePair]) -> list[SentencePair]:
+    seen, unique = set(), []
+    for pair in pairs:
+        if pair.text_a not in seen:
+            seen.add(pair.text_a)
+            unique.append(pair)
+    return unique
+
+
+def build_perturbation_set(dataset: str, config: SamplingConfig, kinds: set[str] | None = None) -> PerturbationSet:
+    """Sample and perturb one dataset's items for the criteria in ``kinds`` (default: all that apply)."""
+    pairs = read_dataset(dataset)
+    result = PerturbationSet(dataset, config)
+    if dataset == "afin":
+        if kinds is None or "c4" in kinds:
+            chosen = _sample(pairs, config.afin_pairs, stream_rng(config.seed, dataset, "c4"))
+            result.items["c4"] = [{"original": p.text_a, "perturbed": p.text_b, "source": p.source} for p in chosen]
+        return result
+    if dataset not in PARAPHRASE_DATASETS:
+        raise ValueError(f"unknown ALIGN-SIM dataset {dataset!r}")
+    kinds = kinds if kinds is not None else {"c1", "c2", "c3", "c5"}
+    if "c1" in kinds:
+        result.items["c1"] = _criterion1(pairs, config, dataset)
+
+    originals: list[SentencePair] = []
+    if "c2" in kinds:
+        # positives first, negatives only to fill up (the paper's sampling), one item per distinct sentence
+        positives = _unique_first_sentences([p for p in pairs if p.label == 1])
+        positive_texts = {p.text_a for p in positives}
+        negatives = _unique_first_sentences([p for p in pairs if p.label == 0 and p.text_a not in positive_texts])
+        originals = _sample(positives, config.sentences, stream_rng(config.seed, dataset, "c2", "positive"))
+        if len(originals) < config.sentences:
+            originals += _sample(negatives, config.sentences - len(originals), stream_rng(config.seed, dataset, "c2", "negative"))
+    triplets: list[SentencePair] = []
+    if kinds & {"c3", "c5"}:
+        positives = _unique_first_sentences([p for p in pairs if p.label == 1])
+        triplets = _sample(positives, config.triplets, stream_rng(config.seed, dataset, "triplets"))
+
+    texts = list(dict.fromkeys([p.text_a for p in originals] + [p.text_a for p in triplets]))
+    tagged = dict(zip(texts, lexicon.tag_sentences(texts)))
+
+    def perturb_each(pairs: list[SentencePair], perturb, item) -> tuple[list[dict], int]:
+        """``item(pair, perturbed, changes)`` for every pair ``perturb`` can change; the others are counted."""
+        items, skipped = [], 0
+        for pair in pairs:
+            outcome = perturb(tagged[pair.text_a])
+            if outcome is None:
+                skipped += 1
+                continue
+            items.append(item(pair, *outcome))
+        return items, skipped
+
+    if "c2" in kinds:
+        result.items["c2"] = []
+        for n in N_VALUES:
+            rng = stream_rng(config.seed, dataset, "c2", n)
+            items, result.skipped[f"c2/n={n}"] = perturb_each(
+                originals, lambda tokens, n=n, rng=rng: replace_words(tokens, n, "synonym", rng),
+                lambda pair, perturbed, changes, n=n: {"n": n, "original": pair.text_a, "perturbed": perturbed,
+                                                       "changes": changes, "source": pair.source},
+            )
+            result.items["c2"] += items
+    if "c3" in kinds:
+        rng = stream_rng(config.seed, dataset, "c3")
+        result.items["c3"], result.skipped["c3"] = perturb_each(
+            triplets, lambda tokens: replace_words(tokens, 1, "antonym", rng),
+            lambda pair, perturbed, changes: {"original": pair.text_a, "paraphrase": pair.text_b, "perturbed": perturbed,
+                                              "changes": changes, "source": pair.source},
+        )
+    if "c5" in kinds:
+        result.items["c5"] = []
+        for n in N_VALUES:
+            rng = stream_rng(config.seed, dataset, "c5", n)
+            items, result.skipped[f"c5/n={n}"] = perturb_each(
+                triplets, lambda tokens, n=n, rng=rng: jumble(tokens, n, rng),
+                lambda pair, perturbed, swaps, n=n: {"n": n, "original": pair.text_a, "paraphrase": pair.text_b, "perturbed": perturbed,
+                                                "swaps": swaps, "source": pair.source},
+            )
+            result.items["c5"] += items
+    return result

@@ -1,0 +1,61 @@
+"""The one registry: every method family, the presets, and ``load(spec)``.
+
+Families are listed explicitly here (no plugin loading): the pooling paper's families and the
+sentence-transformers baseline (:mod:`embedlab.methods.core`), the neural family
+(:mod:`embedlab.neural.family`) and token-level matching (:mod:`embedlab.matching.core`).
+A new family is one :class:`~embedlab.methods.base.Family` in its own module plus one line in ``FAMILIES``.
+"""
+
+from __future__ import annotations
+
+from embedlab.matching.core import MATCH_FAMILY
+from embedlab.methods.base import EmbeddingMethod, Family
+from embedlab.methods.core import POOLED_FAMILIES, ST_FAMILY, ConcatMethod
+from embedlab.models import NAMED_MODELS
+from embedlab.neural.family import NEURAL_FAMILY
+from embedlab.spec import POOLED, ConcatSpec, FamilySchema, MethodSpec, parse_spec
+
+FAMILIES: dict[str, Family] = {family.name: family for family in (*POOLED_FAMILIES, ST_FAMILY, NEURAL_FAMILY, MATCH_FAMILY)}
+SCHEMAS: dict[str, FamilySchema] = {name: family.schema for name, family in FAMILIES.items()}
+
+# Named configurations from the pooling paper's Tables 4–5, on the default model.
+PRESETS: dict[str, tuple[str, str]] = {
+    "baseline": ("st:minilm", "sentence-transformers' own encode"),
+    "avg-last": ("minilm", "mean of the last layer (equals sentence-transformers for all-MiniLM-L6-v2)"),
+    "first+last": ("minilm:layers=1+last", "mean over tokens of the first and last layers (Eq. 3)"),
+    "best-sts": ("minilm:template=T4,weights=idf-target,post=quantile-u", "T4 + idf^T + quantile-u, best average STS in Table 4"),
+    "best-clustering": ("bert+avg:minilm,layers=1+last,weights=idf-target,post=quantile-u@ref+normalize", "BERT+Avg, idf^T, quantile-u^W, normalize (Table 4)"),
+    "prompt-mask": ("minilm:template=T0,pool=mask", "PromptBERT's T0 template, [MASK] vector"),
+    "no-biases": ("minilm:layers=1+last,filter=biases,post=normalize", "-biases + normalize (Table 4)"),
+    "random-idf": ("random:minilm,weights=idf-ref,post=zscore", "random token vectors, idf^W + z-score (Table 4)"),
+    "whiten-ref": ("minilm:layers=1+last,post=whiten@ref", "whitening fitted on WikiText-2 (Table 5)"),
+}
+
+
+def parse(spec: str) -> MethodSpec | ConcatSpec:
+    """The parsed, canonical form of a spec string (``str(parse(s))`` is its canonical text)."""
+    return parse_spec(spec, SCHEMAS, NAMED_MODELS)
+
+
+def build(spec: MethodSpec) -> EmbeddingMethod:
+    return FAMILIES[spec.family].build(spec)
+
+
+def load(spec: str) -> EmbeddingMethod:
+    """The method a spec string names, e.g. ``load("minilm:layers=1+last,post=quantile-u")``."""
+    parsed = parse(spec)
+    if isinstance(parsed, ConcatSpec):
+        return ConcatMethod(parsed, [build(part) for part in parsed.parts])
+    return build(parsed)
+
+
+def describe_families() -> str:
+    """Human-readable list of families and their options (``embedlab methods``)."""
+    lines = []
+    for name, family in FAMILIES.items():
+        shown = "MODEL[:k=v,...]" if name == POOLED else f"{name}:MODEL[,k=v,...]"
+        lines.append(f"{shown}\n    {family.help}")
+        for key, option in family.options.items():
+            choices = f" ({'|'.join(option.choices)})" if option.choices else ""
+            lines.append(f"    {key}={option.default}{choices}  {option.help}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""The neural-embeddings paper's method (*Neural Embeddings for Text*): micro-tune a masked-LM head on one text."""

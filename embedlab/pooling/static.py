@@ -1,0 +1,110 @@
+"""Static token models of the pooling paper: random embeddings (§3.2.5) and Avg (§3.2.3, §4.3).
+
+* Random: one N(0, std²) vector per vocabulary token, of the model's width, from one seed.
+* Avg: each token's vector averaged over all its contexts in the reference corpus, for every layer
+  (-1…L). The paper used WikiText-103; the shared data has WikiText-2 train, used here. Each paragraph
+  is one context (sentence-packed chunks when it exceeds the model's input). A vocabulary token that
+  never occurs in the corpus gets its vector from the one context ``[CLS] token [SEP]``, so that every
+  token has a vector. Tables are computed once and cached as ``.npy`` (memory-mapped when read).
+* BERT+Avg (Eq. 10): v = (1 − w)·v_model + w·v_Avg per token, same layer(s); w may be negative.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from embedlab.data.wikitext import wikitext2_paragraphs
+from embedlab.models import LoadedModel
+from embedlab.runtime import cache_dir
+from embedlab.tokens.states import TokenStateStore
+
+
+def random_token_table(vocab_size: int, dimension: int, seed: int = 0, std: float = 0.1) -> np.ndarray:
+    """(vocab_size, dimension) float32 table of N(0, std²) vectors, fixed by ``seed``."""
+    return np.random.default_rng(seed).normal(0.0, std, size=(vocab_size, dimension)).astype(np.float32)
+
+
+def context_averaged_tables(
+    model: LoadedModel,
+    contexts: Sequence[str],
+    batch_size: int = 32,
+    block_size: int = 512,
+    show_progress_bar: bool | None = None,
+    fill_unseen: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(L+2, V, d) per-layer average of every token's vectors over ``contexts``, and the (V,) counts.
+
+    With ``fill_unseen`` (the default) tokens absent from ``contexts`` get their isolated-context
+    vectors (a model run over the rest of the vocabulary); without it their rows stay zero.
+    """
+    vocab_size = len(model.tokenizer)
+    layers = model.num_layers + 2
+    sums = torch.zeros((layers, vocab_size, model.hidden_size), dtype=torch.float64)
+    counts = torch.zeros(vocab_size, dtype=torch.int64)
+    store = TokenStateStore(model, use_disk_cache=False, memory_limit_bytes=0)
+    blocks = range(0, len(contexts), block_size)
+    disable = not show_progress_bar
+    for start in tqdm(blocks, desc="Avg static tables", disable=disable):
+        for states in store.compute(contexts[start : start + block_size], batch_size=batch_size, show_progress_bar=False):
+            ids = torch.from_numpy(states.token_ids)
+            counts.index_add_(0, ids, torch.ones_like(ids))
+            vectors = torch.from_numpy(states.states).double()
+            for layer in range(layers):
+                sums[layer].index_add_(0, ids, vectors[layer])
+    unseen = torch.nonzero(counts == 0).flatten().tolist()
+    if unseen and fill_unseen:
+        sums[:, unseen] = isolated_token_states(model, unseen).double()
+    tables = (sums / counts.clamp(min=1)[None, :, None].double()).float().numpy()
+    return tables, counts.numpy()
+
+
+@torch.inference_mode()
+def isolated_token_states(model: LoadedModel, token_ids: list[int], batch_size: int = 256) -> torch.Tensor:
+    """(L+2, len(token_ids), d): each token's vectors in the one-token context [CLS] t [SEP]."""
+    encoder = model.model
+    embed = encoder.get_input_embeddings()
+    frame = model.with_special_tokens([-1])
+    position = frame.index(-1)
+    out = torch.zeros((model.num_layers + 2, len(token_ids), model.hidden_size))
+    for start in range(0, len(token_ids), batch_size):
+        batch = torch.tensor(token_ids[start : start + batch_size])
+        input_ids = torch.tensor(frame).repeat(len(batch), 1)
+        input_ids[:, position] = batch
+        input_ids = input_ids.to(model.device)
+        hidden = encoder(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), output_hidden_states=True).hidden_states
+        stacked = torch.stack([embed(input_ids), *hidden], dim=0)[:, :, position].float().cpu()
+        out[:, start : start + len(batch)] = stacked
+    return out
+
+
+def _corpus_key(contexts: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for context in contexts:
+        digest.update(context.encode("utf-8"))
+        digest.update(b"\x00")
+    return digest.hexdigest()[:16]
+
+
+def avg_tables(model: LoadedModel, contexts: Sequence[str] | None = None, show_progress_bar: bool | None = True) -> np.ndarray:
+    """The cached (L+2, V, d) Avg tables for ``model`` over ``contexts`` (default: WikiText-2 train)."""
+    if contexts is None:
+        contexts = wikitext2_paragraphs("train", unk_token=model.tokenizer.unk_token or "<unk>")
+    folder = cache_dir("static", model.fingerprint, _corpus_key(contexts))
+    path = folder / "avg_tables.npy"
+    if not path.exists():
+        tables, counts = context_averaged_tables(model, contexts, show_progress_bar=show_progress_bar)
+        _save_npy(folder / "avg_counts.npy", counts)
+        _save_npy(path, tables)
+    return np.load(path, mmap_mode="r", allow_pickle=False)
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    temporary = path.with_name(path.stem + ".tmp.npy")
+    np.save(temporary, array, allow_pickle=False)
+    temporary.replace(path)

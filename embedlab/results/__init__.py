@@ -1,0 +1,1 @@
+"""Results out: plain records, the SQLite results database, summaries and offline HTML reports."""

@@ -1,0 +1,206 @@
+"""ALIGN-SIM report: Markdown tables shaped like the paper's Tables 3–9 and ε-histograms like its
+Figures 1–3 (and A.5's Figures 4–21), written as PNG files with matplotlib.
+
+The paper's SBERT rows (all-MiniLM-L6-v2, the ``st:minilm`` baseline) are printed beside ours so
+that a run can be checked against the published numbers at a glance.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from embedlab.evaluation.alignsim.perturb import N_VALUES
+from embedlab.evaluation.alignsim.runner import MethodResult
+
+DATASET_TITLES = {"qqp": "QQP", "paws": "PAWS-Wiki", "mrpc": "MRPC", "afin": "AFIN"}
+PAPER_LABEL = "paper SBERT"
+
+# The paper's SBERT (all-MiniLM-L6-v2) rows: Tables 3, 4, 5, 6, 7, 8, 9.
+PAPER_SBERT = {
+    "c1_pass": {"qqp": (91.1, 70.6), "paws": (96.2, 73.4), "mrpc": (88.6, 69.4)},  # Table 3 (Sim %, NED %)
+    "c1_sim": {"qqp": (0.866, 0.042, 0.823), "paws": (0.974, 0.041, 0.933), "mrpc": (0.835, 0.063, 0.772)},  # Table 6
+    "c1_ned": {"qqp": (0.0672, 0.4789, -0.4117), "paws": (0.0130, 0.4796, -0.4666), "mrpc": (0.0827, 0.4687, -0.3860)},
+    "c2_sim": {"qqp": (0.842, 0.757, 0.689), "paws": (0.909, 0.865, 0.827), "mrpc": (0.901, 0.851, 0.803)},  # Table 4
+    "c2_ned": {"qqp": (0.027, 0.048, 0.048), "paws": (0.011, 0.021, 0.021), "mrpc": (0.013, 0.025, 0.025)},  # Table 8
+    "c4_sim": 0.757,  # Table 5
+    "c4_ned": 0.049,  # Table 9
+}
+
+MARGIN_LABELS = {
+    ("c1", "sim"): "Sim(S, S_P) − Sim(R1, R2)",
+    ("c1", "ned"): "NED(R1, R2) − NED(S, S_P)",
+    ("c3", "sim"): "Sim(S, S'_P) − Sim(S, S'_A)",
+    ("c3", "ned"): "NED(S, S'_A) − NED(S, S'_P)",
+    ("c5", "sim"): "Sim(S, S'_P) − Sim(S, S'_J)",
+    ("c5", "ned"): "NED(S, S'_J) − NED(S, S'_P)",
+}
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines + [""]
+
+
+def _datasets_with(results: list[MethodResult], subset_prefix: str, datasets: list[str]) -> list[str]:
+    present = {r.dataset for result in results for r in result.records if r.subset.startswith(subset_prefix)}
+    return [d for d in datasets if d in present]
+
+
+def tables(results: list[MethodResult], datasets: list[str], paper: bool = True) -> list[str]:
+    """The Markdown lines of every table the results support."""
+    lines: list[str] = []
+    paraphrase = _datasets_with(results, "c1", datasets)
+    if paraphrase:
+        lines += ["### Criterion 1: semantic distinction — % of items passing, averaged over the ε grid (Table 3)", ""]
+        header = ["method"] + [f"{DATASET_TITLES[d]} {m}" for d in paraphrase for m in ("Sim", "NED")]
+        rows = [
+            [result.method]
+            + [_number(_percent(result.value(d, "c1", f"{m}_pass_avg")), 1) for d in paraphrase for m in ("sim", "ned")]
+            for result in results
+        ]
+        if paper:
+            rows.append([PAPER_LABEL] + [_number(v, 1) for d in paraphrase for v in PAPER_SBERT["c1_pass"][d]])
+        lines += _table(header, rows)
+        for metric, table_name, key in (("sim", "Table 6, cosine", "c1_sim"), ("ned", "Table 7, NED", "c1_ned")):
+            lines += [f"### Criterion 1: mean {metric} of positive and random pairs ({table_name})", ""]
+            header = ["method"] + [f"{DATASET_TITLES[d]} {c}" for d in paraphrase for c in ("Pos", "RND", "Diff")]
+            rows = [
+                [result.method]
+                + [_number(result.value(d, "c1", f"{metric}_{c}_mean"), 4 if metric == "ned" else 3) for d in paraphrase for c in ("pos", "rnd", "diff")]
+                for result in results
+            ]
+            if paper:
+                rows.append([PAPER_LABEL] + [_number(v, 4 if metric == "ned" else 3) for d in paraphrase for v in PAPER_SBERT[key][d]])
+            lines += _table(header, rows)
+    adjustment = [(r.method, r.value("all", "adjustment", "alpha"), r.value("all", "adjustment", "random_ned")) for r in results]
+    if any(a is not None for _, a, _ in adjustment):
+        lines += ["### Adjustment factors (Eq. 1 α; Eq. 2 mean random-pair NED)", ""]
+        lines += _table(["method", "α", "mean RND NED"], [[m, _number(a, 4), _number(b, 4)] for m, a, b in adjustment])
+    synonym = _datasets_with(results, "c2", datasets)
+    if synonym:
+        for metric, title, key in (("sim", "α-adjusted mean cosine (Table 4)", "c2_sim"), ("ned", "β-adjusted mean NED (Table 8)", "c2_ned")):
+            lines += [f"### Criterion 2: synonym replacement — {title}", ""]
+            header = ["method"] + [f"{DATASET_TITLES[d]} n={n}" for d in synonym for n in N_VALUES]
+            rows = [[r.method] + [_number(r.value(d, f"c2/n={n}", f"{metric}_adjusted")) for d in synonym for n in N_VALUES] for r in results]
+            rows += [[f"{r.method} (raw)"] + [_number(r.value(d, f"c2/n={n}", f"{metric}_mean")) for d in synonym for n in N_VALUES] for r in results]
+            if paper:
+                rows.append([PAPER_LABEL] + [_number(v) for d in synonym for v in PAPER_SBERT[key][d]])
+            lines += _table(header, rows)
+    if any(r.value("afin", "c4", "sim_mean") is not None for r in results):
+        lines += ["### Criterion 4: paraphrase without negation, AFIN (Tables 5 and 9)", ""]
+        header = ["method", "adjusted Sim (α)", "raw Sim", "adjusted NED (β)", "raw NED", "pairs"]
+        rows = [
+            [
+                r.method,
+                _number(r.value("afin", "c4", "sim_adjusted")),
+                _number(r.value("afin", "c4", "sim_mean")),
+                _number(r.value("afin", "c4", "ned_adjusted")),
+                _number(r.value("afin", "c4", "ned_mean")),
+                str(next((x.n for x in r.records if x.dataset == "afin" and x.metric == "sim_mean"), "–")),
+            ]
+            for r in results
+        ]
+        if paper:
+            rows.append([PAPER_LABEL, _number(PAPER_SBERT["c4_sim"]), "–", _number(PAPER_SBERT["c4_ned"]), "–", "–"])
+        lines += _table(header, rows)
+    for criterion, subsets, title in (
+        ("c3", ["c3"], "Criterion 3: paraphrase vs antonym replacement (Figures 1, 4–9)"),
+        ("c5", [f"c5/n={n}" for n in N_VALUES], "Criterion 5: paraphrase vs jumbling (Figures 2, 3, 10–21)"),
+    ):
+        present = _datasets_with(results, criterion, datasets)
+        if not present:
+            continue
+        lines += [f"### {title} — mean margin / % passing averaged over the ε grid / % with margin > 0", ""]
+        header = ["method", "metric"] + [f"{DATASET_TITLES[d]} {s.split('/')[-1] if '/' in s else ''}".strip() for d in present for s in subsets]
+        rows = []
+        for r in results:
+            for metric in ("sim", "ned"):
+                cells = []
+                for d in present:
+                    for s in subsets:
+                        mean = r.value(d, s, f"{metric}_margin_mean")
+                        cells.append(
+                            "–"
+                            if mean is None
+                            else f"{mean:+.3f} / {_percent(r.value(d, s, f'{metric}_pass_avg')):.1f} / {_percent(r.value(d, s, f'{metric}_pass@0')):.1f}"
+                        )
+                if any(c != "–" for c in cells):
+                    rows.append([r.method, metric] + cells)
+        lines += _table(header, rows)
+    return lines
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else 100.0 * value
+
+
+def histogram(results: list[MethodResult], dataset: str, subset: str, metric: str, path: Path) -> bool:
+    """One PNG overlaying every method's margin histogram for (dataset, subset, metric); False if no data."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = [(r.method, r.margins[(dataset, subset, metric)]) for r in results if (dataset, subset, metric) in r.margins]
+    if not series:
+        return False
+    width, limit = (0.05, 1.0) if metric == "sim" else (0.025, 0.5)
+    bins = np.arange(-limit, limit + width / 2, width)
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    for method, margins in series:
+        axes.hist(np.clip(margins, -limit, limit), bins=bins, histtype="step", linewidth=1.6, label=f"{method} (n={len(margins)})")
+    axes.axvline(0.0, color="black", linewidth=0.8, linestyle="--")
+    criterion = subset.split("/")[0]
+    detail = f", {subset.split('/')[1]}" if "/" in subset else ""
+    axes.set_title(f"{criterion.upper()}{detail} on {DATASET_TITLES.get(dataset, dataset)}: {MARGIN_LABELS[(criterion, metric)]}")
+    axes.set_xlabel("margin ε (positive = aligned with the human expectation)")
+    axes.set_ylabel("items per bin")
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return True
+
+
+def figure_name(dataset: str, subset: str, metric: str) -> str:
+    return f"{subset.replace('/', '_').replace('=', '')}_{dataset}_{metric}.png"
+
+
+def write_report(
+    results: list[MethodResult], folder: Path, datasets: list[str], summaries: dict[str, dict], paper: bool = True
+) -> Path:
+    """Write ``report.md`` and ``figures/*.png`` under ``folder``; return the report's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["# ALIGN-SIM report", "", "Methods: " + ", ".join(f"`{r.method}`" for r in results), ""]
+    if summaries:
+        lines += ["## Perturbation sets (items kept / sentences skipped)", ""]
+        rows = []
+        for dataset, summary in summaries.items():
+            counts = ", ".join(f"{k}: {v}" for k, v in summary["counts"].items())
+            skipped = ", ".join(f"{k}: {v}" for k, v in summary["skipped"].items()) or "–"
+            rows.append([DATASET_TITLES.get(dataset, dataset), counts, skipped])
+        lines += _table(["dataset", "items", "skipped (no replaceable word / too short)"], rows)
+    lines += ["## Tables", ""] + tables(results, datasets, paper=paper)
+    figure_lines = []
+    keys = sorted({key for r in results for key in r.margins})
+    for dataset, subset, metric in keys:
+        name = figure_name(dataset, subset, metric)
+        if histogram(results, dataset, subset, metric, folder / "figures" / name):
+            figure_lines.append(f"![{subset} {dataset} {metric}](figures/{name})")
+    if figure_lines:
+        lines += ["## ε-histograms", ""] + figure_lines + [""]
+    notes = [note for r in results for note in r.notes]
+    if notes:
+        lines += ["## Notes", ""] + [f"- {note}" for note in notes] + [""]
+    path = folder / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path

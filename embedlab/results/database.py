@@ -1,0 +1,145 @@
+"""SQLite results database: every evaluation record with its provenance (issue 3, "Results database").
+
+Each stored row is one :class:`~embedlab.results.records.Record` plus the model fingerprint, the code version
+(``embedlab.__version__`` and the git commit when known), the seed, the time and optional extra JSON.
+A (method, task, dataset) that already has rows counts as finished: evaluators check :meth:`ResultsDB.has`
+and reuse the stored records unless forced, so an interrupted multi-task run resumes where it stopped.
+Re-adding records for the same (method, task, dataset, subset, metric) replaces the old row.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import embedlab
+from embedlab.results.records import Record
+
+DEFAULT_FILE = "embedlab_results.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    method TEXT NOT NULL,
+    task TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    subset TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    n INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,
+    code_version TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    created REAL NOT NULL,
+    extra TEXT,
+    PRIMARY KEY (method, task, dataset, subset, metric)
+);
+CREATE INDEX IF NOT EXISTS results_by_task ON results (task, dataset);
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """``embedlab.__version__`` plus the short git commit of the source tree (with ``+dirty`` when modified)."""
+    version = embedlab.__version__
+    source = Path(embedlab.__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return version  # not a git checkout (installed package): the version alone
+    return f"{version}+{commit}{'.dirty' if dirty else ''}" if commit else version
+
+
+def default_path() -> Path:
+    """``$EMBEDLAB_RESULTS`` or ``./embedlab_results.sqlite``."""
+    configured = os.environ.get("EMBEDLAB_RESULTS")
+    return Path(configured).expanduser() if configured else Path.cwd() / DEFAULT_FILE
+
+
+class ResultsDB:
+    """The results database: add records, ask whether a (method, task, dataset) is done, query them back."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One short-lived connection per call keeps the object safe to share and the file closed between runs.
+        with self._connect() as connection:
+            connection.executescript(_SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=60)
+        connection.execute("PRAGMA busy_timeout = 60000")
+        return connection
+
+    def add(self, records: Iterable[Record], *, fingerprint: str, seed: int = 0, extra: dict | None = None) -> None:
+        """Store ``records`` (all at once, in one transaction) with their provenance."""
+        now = time.time()
+        version = code_version()
+        extra_text = json.dumps(extra, sort_keys=True) if extra else None
+        rows = []
+        for index, record in enumerate(records):
+            if not isinstance(record, Record):
+                raise TypeError(f"record {index} is a {type(record).__name__}, not an embedlab.results.records.Record")
+            value = float(record.value)
+            rows.append((record.method, record.task, record.dataset, record.subset, record.metric, value,
+                         int(record.n), str(fingerprint), version, int(seed), now, extra_text))
+        with self._connect() as connection:
+            connection.executemany(
+                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+            )
+
+    def has(self, method: str, task: str, dataset: str) -> bool:
+        """Whether results for this (method, task, dataset) are stored."""
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT 1 FROM results WHERE method = ? AND task = ? AND dataset = ? LIMIT 1", (method, task, dataset)
+            ).fetchone()
+        return row is not None
+
+    def _select(self, columns: str, method: str | None, task: str | None, dataset: str | None) -> list[tuple]:
+        clauses, arguments = [], []
+        for column, value in (("method", method), ("task", task), ("dataset", dataset)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                arguments.append(value)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._connect() as connection:
+            return connection.execute(
+                f"SELECT {columns} FROM results{where} ORDER BY rowid", arguments
+            ).fetchall()
+
+    def records(self, method: str | None = None, task: str | None = None, dataset: str | None = None) -> list[Record]:
+        """Stored records, filtered by any of method, task and dataset, in the order they were stored."""
+        rows = self._select("method, task, dataset, subset, metric, value, n", method, task, dataset)
+        return [Record(*row) for row in rows]
+
+    def provenance(self, method: str | None = None, task: str | None = None, dataset: str | None = None) -> list[dict]:
+        """Stored rows with every column (fingerprint, code version, seed, time, extra)."""
+        columns = "method, task, dataset, subset, metric, value, n, fingerprint, code_version, seed, created, extra"
+        names = [name.strip() for name in columns.split(",")]
+        out = []
+        for row in self._select(columns, method, task, dataset):
+            item = dict(zip(names, row))
+            item["extra"] = json.loads(item["extra"]) if item["extra"] else None
+            out.append(item)
+        return out
+
+    def delete(self, method: str, task: str, dataset: str) -> int:
+        """Remove the stored rows of one (method, task, dataset); the number removed."""
+        with self._connect() as connection:
+            cursor = connection.execute(
+                "DELETE FROM results WHERE method = ? AND task = ? AND dataset = ?", (method, task, dataset)
+            )
+            return cursor.rowcount
