@@ -14,7 +14,8 @@ from pathlib import Path
 
 def _cmd_explain(args: argparse.Namespace) -> int:
     import embedlab
-    from embedlab.matching.core import MatchingMethod, plot_explanation
+    from embedlab.matching.explain import plot_explanation
+    from embedlab.matching.method import MatchingMethod
 
     spec = args.spec if args.spec.startswith("match:") else f"match:{args.spec}"
     method = embedlab.load(spec)
@@ -30,7 +31,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from embedlab.matching.core import learned_weights_path
+    from embedlab.matching.method import learned_weights_path
     from embedlab.models import load_model
     from embedlab.training.token_weights import TrainingConfig, train_token_weights
 
@@ -50,7 +51,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_cli(subparsers) -> None:
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``explain`` and ``train-token-weights``."""
     explain = subparsers.add_parser("explain", help="token-level matching of two texts: scores, weights and a heatmap (Fig. 2)")
     explain.add_argument("spec", help="match spec, e.g. match:minilm,weights=idf (a bare model name means match:MODEL)")
     explain.add_argument("text_a")
@@ -58,16 +60,19 @@ def add_cli(subparsers) -> None:
     explain.add_argument("--out", help="PNG file for the heatmap")
     explain.set_defaults(handler=_cmd_explain)
 
+    from embedlab.training.token_weights import TrainingConfig
+
+    defaults = TrainingConfig(model="")
     train = subparsers.add_parser("train-token-weights", help="learn per-token weights with unsupervised SimCSE (§3 Token Weighting)")
     train.add_argument("model", help="model name or folder, e.g. minilm")
     train.add_argument("--out", help="output .safetensors (default: where weights=learned looks for this model)")
-    train.add_argument("--steps", type=int, default=150)
-    train.add_argument("--batch-size", type=int, default=32)
-    train.add_argument("--learning-rate", type=float, default=0.01)
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--max-tokens", type=int, default=32, help="sentences are cut to this many tokens (SimCSE: 32)")
-    train.add_argument("--min-chars", type=int, default=20, help="WikiText-2 sentences shorter than this are skipped")
-    train.add_argument("--checkpoint-every", type=int, default=50)
+    train.add_argument("--steps", type=int, default=defaults.steps)
+    train.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    train.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
+    train.add_argument("--seed", type=int, default=defaults.seed)
+    train.add_argument("--max-tokens", type=int, default=defaults.max_tokens, help="sentences are cut to this many tokens (SimCSE: 32)")
+    train.add_argument("--min-chars", type=int, default=defaults.min_chars, help="WikiText-2 sentences shorter than this are skipped")
+    train.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
     train.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True, help="continue from a checkpoint of the same settings")
     train.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     train.set_defaults(handler=_cmd_train)

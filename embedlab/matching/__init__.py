@@ -1,1 +1,2 @@
-"""The token-level matching paper's method (*Token-level matching for STS*): pairwise, explainable similarity."""
+"""Token-level matching similarity (Wang & Yu 2023): ``scoring`` (Eq. 1–2, pure numpy), ``method``
+(the pairwise ``match:`` family and its learned token weights), ``explain`` (Fig. 2 tables and heatmaps)."""

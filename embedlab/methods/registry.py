@@ -2,13 +2,13 @@
 
 Families are listed explicitly here (no plugin loading): the pooling paper's families and the
 sentence-transformers baseline (:mod:`embedlab.methods.core`), the neural family
-(:mod:`embedlab.neural.family`) and token-level matching (:mod:`embedlab.matching.core`).
+(:mod:`embedlab.neural.family`) and token-level matching (:mod:`embedlab.matching.method`).
 A new family is one :class:`~embedlab.methods.base.Family` in its own module plus one line in ``FAMILIES``.
 """
 
 from __future__ import annotations
 
-from embedlab.matching.core import MATCH_FAMILY
+from embedlab.matching.method import MATCH_FAMILY
 from embedlab.methods.base import EmbeddingMethod, Family
 from embedlab.methods.core import POOLED_FAMILIES, ST_FAMILY, ConcatMethod
 from embedlab.models import NAMED_MODELS

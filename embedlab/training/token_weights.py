@@ -18,6 +18,9 @@ Choices where the paper is silent (documented in docs/matching.md):
   seeded with ``seed + k``, so a resumed run gives the same weights as an uninterrupted one.
 * **Resumable.** Every ``checkpoint_every`` steps θ, the Adam state and the step are written
   atomically as safetensors in the cache; a rerun with the same settings continues from there.
+
+The weight file's format, and where ``match:MODEL,weights=learned`` looks for it, belong to the reader,
+:mod:`embedlab.matching.method` (``write_weights``, ``read_weights``, ``learned_weights_path``).
 """
 
 from __future__ import annotations
@@ -31,12 +34,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.numpy import load_file as load_numpy_file
+from safetensors import safe_open
 from safetensors.numpy import save as save_numpy
 from tqdm.auto import tqdm
 
+from embedlab.data.wikitext import wikitext2_sentences
+from embedlab.matching.method import write_weights
 from embedlab.models import LoadedModel, load_model
-from embedlab.runtime import atomic_write_bytes
+from embedlab.runtime import REPO_ROOT, atomic_write_bytes, cache_dir
 
 TEMPERATURE = 0.05
 _INITIAL_THETA = math.log(math.e - 1.0)  # softplus(θ0) = 1
@@ -67,6 +72,7 @@ class TrainingConfig:
 
 
 def weights_from_theta(theta: torch.Tensor) -> torch.Tensor:
+    """w = softplus(θ): every weight stays positive, so Eq. 2 is always a proper weighted average."""
     return torch.nn.functional.softplus(theta)
 
 
@@ -124,12 +130,11 @@ def simcse_loss(
 
 
 def training_sentences(loaded: LoadedModel, min_chars: int) -> list[str]:
-    from embedlab.data.wikitext import wikitext2_sentences
-
+    """WikiText-2 train sentences of at least ``min_chars`` characters, ``<unk>`` as the model writes it."""
     return wikitext2_sentences("train", min_chars=min_chars, unk_token=loaded.tokenizer.unk_token or "<unk>")
 
 
-def _batch_order(count: int, steps: int, batch_size: int, seed: int) -> np.ndarray:
+def batch_order(count: int, steps: int, batch_size: int, seed: int) -> np.ndarray:
     """(steps, batch_size) sentence indices: seeded permutations, one per pass over the corpus."""
     if count < batch_size:
         raise ValueError(f"need at least batch_size={batch_size} training sentences, got {count}")
@@ -142,8 +147,6 @@ def _batch_order(count: int, steps: int, batch_size: int, seed: int) -> np.ndarr
 
 def _checkpoint_path(out: Path, config: TrainingConfig) -> Path:
     """Checkpoints live in the cache (not beside a packaged output), keyed by output name and settings."""
-    from embedlab.runtime import cache_dir
-
     return cache_dir("token_weight_checkpoints") / f"{out.stem}-{config.key()}.safetensors"
 
 
@@ -158,11 +161,9 @@ def _save_checkpoint(path: Path, theta: torch.Tensor, optimizer: torch.optim.Ada
 
 
 def _load_checkpoint(path: Path, theta: torch.Tensor, optimizer: torch.optim.Adam) -> int:
-    from safetensors import safe_open
-
     with safe_open(str(path), framework="np") as handle:
         step = int(handle.metadata()["step"])
-    tensors = load_numpy_file(str(path))
+        tensors = {name: handle.get_tensor(name) for name in handle.keys()}
     with torch.no_grad():
         theta.copy_(torch.from_numpy(tensors["theta"]))
     if "exp_avg" in tensors:
@@ -189,7 +190,7 @@ def train_token_weights(
     out = Path(out)
     loaded = load_model(config.model)
     corpus = list(sentences) if sentences is not None else training_sentences(loaded, config.min_chars)
-    order = _batch_order(len(corpus), config.steps, config.batch_size, config.seed)
+    order = batch_order(len(corpus), config.steps, config.batch_size, config.seed)
     vocab_size = len(loaded.tokenizer)
     theta = torch.full((vocab_size,), _INITIAL_THETA, dtype=torch.float32, device=loaded.device, requires_grad=True)
     optimizer = torch.optim.Adam([theta], lr=config.learning_rate)
@@ -228,39 +229,12 @@ def train_token_weights(
 
 def reproducing_command(config: TrainingConfig, out: Path) -> str:
     """The CLI command that trains these weights into ``out`` (relative to the repository when inside it)."""
-    from embedlab.runtime import REPO_ROOT
-
     shown = out.resolve().relative_to(REPO_ROOT) if out.resolve().is_relative_to(REPO_ROOT) else out
     return (
         f"HF_HUB_OFFLINE=1 nice -n 10 embedlab train-token-weights {config.model} --steps {config.steps} --batch-size {config.batch_size} "
         f"--learning-rate {config.learning_rate} --seed {config.seed} --max-tokens {config.max_tokens} --min-chars {config.min_chars} "
         f"--out {shown}"
     )
-
-
-def write_weights(out: Path, weights: np.ndarray, fingerprint: str, record: dict) -> None:
-    metadata = {"model_fingerprint": fingerprint, "config": json.dumps(record.get("config", {}), sort_keys=True)}
-    atomic_write_bytes(out, save_numpy({"weights": np.asarray(weights, dtype=np.float32)}, metadata=metadata))
-    atomic_write_bytes(out.with_suffix(".json"), (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
-
-
-def read_weights(path: Path | str, vocab_size: int | None = None) -> tuple[np.ndarray, dict[str, str]]:
-    """(weights, metadata) from a token-weight file; checks the vocabulary size when given."""
-    from safetensors import safe_open
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"token-weight file not found: {path}")
-    with safe_open(str(path), framework="np") as handle:
-        metadata = dict(handle.metadata() or {})
-        weights = handle.get_tensor("weights").astype(np.float32)
-    if weights.ndim != 1:
-        raise ValueError(f"{path}: 'weights' must be one-dimensional, got shape {weights.shape}")
-    if vocab_size is not None and weights.shape[0] != vocab_size:
-        raise ValueError(f"{path}: {weights.shape[0]} weights for a vocabulary of {vocab_size} tokens")
-    if not np.all(np.isfinite(weights)) or (weights < 0).any():
-        raise ValueError(f"{path}: token weights must be finite and non-negative")
-    return weights, metadata
 
 
 def mean_loss(loaded: LoadedModel, weights: np.ndarray, batches: Sequence[Sequence[str]], seed: int = 0, max_tokens: int = 32) -> float:

@@ -1,10 +1,14 @@
+"""``embedlab embed`` and ``embedlab similarity``: input files (lines, JSON lines, stdin), errors that name
+the file and line, and outputs equal to the Python API's."""
+
 import io
 
 import numpy as np
 import pytest
 
 import embedlab
-from embedlab.cli.app import InputError, main, read_texts
+from embedlab.cli.app import main
+from embedlab.cli.embed import InputError, read_texts
 
 
 def test_embed_lines_file(tmp_path, capsys):
@@ -45,13 +49,9 @@ def test_similarity_prints_the_cosine(capsys):
     assert abs(printed - expected) < 1e-6 and printed > 0.9
 
 
-def test_unknown_spec_option_is_an_error(capsys):
-    assert main(["similarity", "minilm:colour=red", "a", "b"]) == 2
-    assert "valid options" in capsys.readouterr().err
-
-
-def test_methods_lists_families_and_presets(capsys):
-    assert main(["methods"]) == 0
-    out = capsys.readouterr().out
-    for expected in ("bert+avg:MODEL", "random:MODEL", "st:MODEL", "template=none", "best-sts", "minilm"):
-        assert expected in out
+def test_a_pairwise_method_has_no_vectors_to_embed(tmp_path, capsys):
+    source = tmp_path / "texts.txt"
+    source.write_text("A man plays a guitar.\n", encoding="utf-8")
+    output = tmp_path / "out.npy"
+    assert main(["embed", "match:minilm", "--input", str(source), "--output", str(output), "--no-progress"]) == 2
+    assert "pairwise" in capsys.readouterr().err and not output.exists()

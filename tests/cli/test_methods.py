@@ -1,0 +1,26 @@
+"""``embedlab methods`` and ``embedlab demo``."""
+
+import re
+
+from embedlab.cli.app import main
+
+
+def test_methods_lists_families_and_presets(capsys):
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    for expected in ("bert+avg:MODEL", "random:MODEL", "st:MODEL", "template=none", "best-sts", "minilm"):
+        assert expected in out
+
+
+def test_demo_prints_similarity_beside_the_human_score(capsys, sts_test_rows):
+    import embedlab
+
+    assert main(["demo", "minilm", "--pairs", "4"]) == 0
+    out = capsys.readouterr().out
+    # every len/4-th STS-B test pair, sorted by human score: "gold  score  'a' ~ 'b'"
+    chosen = [sts_test_rows[index] for index in (0, 344, 688, 1032)]
+    scores = embedlab.load("minilm").similarity([(a, b) for _, a, b in chosen])
+    printed = re.findall(r"^  (\d\.\d\d)  ([+-]\d\.\d{3})  ", out, flags=re.MULTILINE)
+    expected = sorted((f"{gold:4.2f}", f"{score:+.3f}") for (gold, _, _), score in zip(chosen, scores))
+    assert sorted(printed) == expected
+    assert "Spearman over these pairs:" in out
