@@ -10,17 +10,17 @@ since only ratios matter in a weighted average.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from embedlab.matching.core import load_learned_weights
+from embedlab.matching.method import load_learned_weights
 from embedlab.models import load_model
 from embedlab.pooling.weights import reference_token_statistics
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 WORDS = ("not", "no", "never", "without", "the", "a", "is", "with", "and", "of", ",", ".", "man", "woman", "guitar", "1", "2009", "play")
 

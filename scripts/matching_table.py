@@ -3,102 +3,85 @@
     HF_HUB_OFFLINE=1 nice -n 10 python scripts/matching_table.py --models minilm --out docs/matching_table_minilm.md
 
 Datasets: STS12–16 "all" (every subset of a year concatenated, one Spearman; unscored pairs skipped),
-STS-B test and SICK-R test. For each model the token states are computed once per dataset (last layer)
-and every row is scored from them: pooled cosine (mean of all tokens, special tokens included, as
-sentence-transformers does), token matching with none / idf / learned weights, and the Table 3 rows.
+STS-B test and SICK-R test. Every row is an ordinary method spec scored by the evaluation harness's STS
+task: pooled cosine is the model's default pooled method (mean of all last-layer tokens, special tokens
+included, as sentence-transformers does), the others are ``match:MODEL,...`` configurations (Table 3).
+All rows of a dataset run one after the other, so the encoder runs once per text and every further row
+reads the cached token states.
 
-Token states are not written to the disk cache (a full run would need several GB); pass --disk-cache
-to keep them.
+Token states and scores go to the embedlab cache, so a rerun only reads them; a full run writes several
+GB of token states there. ``--cache-root DIR`` puts every cache in DIR instead (e.g. a scratch folder
+to delete afterwards).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import spearmanr
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import embedlab
-from embedlab.pooling.aggregation import token_weights
+from embedlab import runtime
+from embedlab.evaluation import evaluate, parse_tasks
+from embedlab.matching.method import MatchingMethod
+from embedlab.methods.base import EmbeddingMethod
 
-STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
-Pairs = list[tuple[str, str]]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-# (label, match spec options or None for pooled cosine)
-ROWS: list[tuple[str, str | None]] = [
-    ("pooled cosine (mean, = sentence-transformers)", None),
-    ("match 2max-2nd, no weights", "weights=none"),
-    ("match 2max-2nd, idf^W weights", "weights=idf"),
-    ("match 2max-2nd, learned weights (the paper's model)", ""),
-    ("ablation: max, learned weights", "score=max"),
-    ("ablation: max-2nd, learned weights", "score=max-2nd"),
-    ("ablation: max, idf, F1 (BERTScore)", "mode=bertscore"),
-    ("ablation: 2max-2nd, learned, raw dot product", "normalise-tokens=no"),
-    ("ablation: 2max-2nd, learned, with [CLS]/[SEP]", "special=include"),
+# table column -> STS task dataset
+DATASETS = {"STS12": "sts12", "STS13": "sts13", "STS14": "sts14", "STS15": "sts15", "STS16": "sts16",
+            "STS-B": "stsb", "SICK-R": "sick-r"}
+# (label, method spec with {model} for the model name)
+ROWS: list[tuple[str, str]] = [
+    ("pooled cosine (mean, = sentence-transformers)", "{model}"),
+    ("match 2max-2nd, no weights", "match:{model},weights=none"),
+    ("match 2max-2nd, idf^W weights", "match:{model},weights=idf"),
+    ("match 2max-2nd, learned weights (the paper's model)", "match:{model}"),
+    ("ablation: max, learned weights", "match:{model},score=max"),
+    ("ablation: max-2nd, learned weights", "match:{model},score=max-2nd"),
+    ("ablation: max, idf, F1 (BERTScore)", "match:{model},mode=bertscore"),
+    ("ablation: 2max-2nd, learned, raw dot product", "match:{model},normalise-tokens=no"),
+    ("ablation: 2max-2nd, learned, with [CLS]/[SEP]", "match:{model},special=include"),
 ]
 
 
-def _scored(parts: list) -> tuple[Pairs, np.ndarray]:
-    """Pairs and gold scores of one or more ScoredPairs (an STS year's subsets concatenated: "all")."""
-    pairs = [pair for part in parts for pair in zip(part.first, part.second)]
-    return pairs, np.concatenate([part.scores for part in parts])
-
-
-def datasets() -> dict[str, tuple[Pairs, np.ndarray]]:
-    from embedlab.data import datasets as shared
-
-    found = {year: _scored(shared.sts_year(year)) for year in STS_YEARS}
-    found["STS-B"] = _scored([shared.stsb("test")])
-    found["SICK-R"] = _scored([shared.sick_relatedness("test")])
-    return found
-
-
-def evaluate_model(model: str, data: dict[str, tuple[Pairs, np.ndarray]], chunk: int, disk_cache: bool) -> dict[str, dict[str, float]]:
-    from embedlab.tokens import states as token_states
-    from embedlab.models import load_model
-
-    loaded = load_model(model)
-    if not disk_cache:
-        token_states._STORES[(str(loaded.path), loaded.fingerprint)] = token_states.TokenStateStore(loaded, use_disk_cache=False, memory_limit_bytes=1 << 28)
-    methods = {label: (embedlab.load(f"match:{model}" + (f",{options}" if options else "")) if options is not None else None) for label, options in ROWS}
-    encoder = next(method for method in methods.values() if method is not None).encoder
-    results: dict[str, dict[str, float]] = {label: {} for label, _ in ROWS}
-    for label, method in list(methods.items()):
-        try:
-            if method is not None:
+def row_methods(model: str) -> dict[str, EmbeddingMethod]:
+    """Each row's method; a row whose learned weights do not exist for this model is left out (n/a)."""
+    methods = {}
+    for label, spec in ROWS:
+        method = embedlab.load(spec.format(model=model))
+        if isinstance(method, MatchingMethod):
+            try:
                 method.vocabulary_weights()
-        except FileNotFoundError as error:  # no learned weights for this model: the row reads n/a
-            print(f"{model}: skipping {label!r}: {error}", file=sys.stderr)
-            del methods[label]
-    for name, (pairs, gold) in data.items():
+            except FileNotFoundError as error:
+                print(f"{model}: skipping {label!r}: {error}", file=sys.stderr)
+                continue
+        methods[label] = method
+    return methods
+
+
+def overall_spearman(records: list) -> float:
+    """Spearman × 100 over the whole dataset: the "all" record of an STS year, else the one test split."""
+    spearman = {record.subset: record.value for record in records if record.metric == "spearman"}
+    return 100 * (spearman["all"] if "all" in spearman else next(iter(spearman.values())))
+
+
+def evaluate_model(model: str, names: list[str]) -> dict[str, dict[str, float]]:
+    """{row label: {dataset: Spearman × 100}} for one model; prints one JSON line per dataset."""
+    methods = row_methods(model)
+    results: dict[str, dict[str, float]] = {label: {} for label, _ in ROWS}
+    for name in names:
         started = time.time()
-        unique = list(dict.fromkeys(text for pair in pairs for text in pair))
-        index = {text: row for row, text in enumerate(unique)}
-        indices = [(index[a], index[b]) for a, b in pairs]
-        sides: dict[str, list] = {label: [] for label in methods}
-        for start in range(0, len(unique), chunk):
-            flat, matrix = encoder.token_vectors(unique[start : start + chunk], batch_size=32, show_progress_bar=False)
-            for label, method in methods.items():
-                if method is None:  # pooled cosine from the same token vectors: mean over all tokens
-                    keep = np.ones(len(flat.token_ids), dtype=bool)
-                    pooled = flat.per_text_sum(matrix * token_weights(flat, keep, None)[:, None])
-                    sides[label].extend(pooled / np.linalg.norm(pooled, axis=1, keepdims=True))
-                else:
-                    sides[label].extend(method.sides(flat, matrix))
+        [task] = parse_tasks([f"sts:{DATASETS[name]}"])
         for label, method in methods.items():
-            if method is None:
-                vectors = np.asarray(sides[label])
-                predicted = np.einsum("ij,ij->i", vectors[[a for a, _ in indices]], vectors[[b for _, b in indices]])
-            else:
-                predicted = method.score_sides(sides[label], indices)
-            results[label][name] = float(spearmanr(gold, predicted).statistic) * 100
-        print(f"{model} {name}: {len(pairs)} pairs, {len(unique)} texts, {time.time() - started:.0f}s", file=sys.stderr, flush=True)
+            run = evaluate([method], [task], log=lambda message: None)
+            results[label][name] = overall_spearman(run.records)
+        print(f"{model} {name}: {time.time() - started:.0f}s", file=sys.stderr, flush=True)
         print(json.dumps({"model": model, "dataset": name, "spearman": {label: values[name] for label, values in results.items() if name in values}}), flush=True)
     return results
 
@@ -117,18 +100,16 @@ def markdown(model: str, results: dict[str, dict[str, float]], names: list[str])
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=["minilm"])
-    parser.add_argument("--datasets", nargs="+", help="subset of STS12..STS16, STS-B, SICK-R")
-    parser.add_argument("--chunk", type=int, default=2000, help="texts per token-state pass (bounds memory)")
-    parser.add_argument("--disk-cache", action="store_true")
+    parser.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
+    parser.add_argument("--cache-root", type=Path, help="keep every cache (token states, scores) here instead of the embedlab cache")
     parser.add_argument("--out", help="also write the markdown tables here")
     args = parser.parse_args()
-    data = datasets()
-    if args.datasets:
-        data = {name: data[name] for name in args.datasets}
+    if args.cache_root is not None:
+        runtime.configure(cache_root=args.cache_root)
     tables = []
     for model in args.models:
-        results = evaluate_model(model, data, args.chunk, args.disk_cache)
-        tables.append(markdown(model, results, list(data)))
+        results = evaluate_model(model, args.datasets)
+        tables.append(markdown(model, results, args.datasets))
         print(tables[-1] + "\n", flush=True)
     if args.out:
         Path(args.out).write_text("\n\n".join(tables) + "\n", encoding="utf-8")

@@ -22,12 +22,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's embedlab
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import embedlab
+from embedlab.evaluation import evaluate, parse_tasks
+from embedlab.results.database import ResultsDB
 
-import embedlab  # noqa: E402
-from embedlab.evaluation import evaluate, parse_tasks  # noqa: E402
-from embedlab.results.database import ResultsDB  # noqa: E402
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 # (label, method, task, dataset, subset, metric, paper value, tolerance, relative?)
 CHECKS: list[tuple[str, str, str, str, str, str, float | None, float, bool]] = []

@@ -11,21 +11,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import warnings
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+import embedlab
+from embedlab.data import datasets
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.model_selection import StratifiedKFold, cross_val_score  # noqa: E402
-from sklearn.pipeline import make_pipeline  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-
-import embedlab  # noqa: E402
-from embedlab.data import datasets  # noqa: E402
 
 ALIGN_SIM_TABLE_2 = {"mr": 83.95, "cr": 88.98, "subj": 93.77, "mpqa": 89.51}
 
