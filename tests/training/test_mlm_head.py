@@ -1,64 +1,23 @@
-"""Tests of embedlab.neural.head: head detection and loading, WikiText-2 preparation, head training."""
+"""Tests of embedlab.training.mlm_head: BERT masking, cached encoder features, deterministic resumable training, the CLI."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 
 import pytest
 import torch
+from mlm_helpers import tiny_bert
 
-from embedlab.neural import head as mlm_head
-from embedlab.neural.head import (
-    HEAD_TENSOR_NAMES,
-    IGNORE_LABEL,
-    HeadError,
-    HeadTrainingConfig,
-    detokenize_wikitext,
-    load_masked_lm,
-    mask_blocks,
-    read_head_file,
-    train_head,
-)
-from embedlab.models import resolve_model_path
-
-TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
-
-
-def _tiny_bert(folder, with_head: bool, seed: int = 0):
-    """A tiny randomly initialised BERT (MiniLM's tokenizer) saved with or without its masked-LM head."""
-    from transformers import BertConfig, BertForMaskedLM
-
-    torch.manual_seed(seed)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
-    model = BertForMaskedLM(config)
-    with torch.no_grad():  # make the head clearly not BERT's initialisation
-        for name, parameter in model.named_parameters():
-            if name.startswith("cls.predictions.transform.") or name == "cls.predictions.bias":
-                parameter.uniform_(-0.5, 0.5)
-    folder.mkdir(parents=True, exist_ok=True)
-    if with_head:
-        model.save_pretrained(folder)
-    else:
-        model.bert.save_pretrained(folder)
-    source = resolve_model_path("minilm")
-    for name in TOKENIZER_FILES:
-        if (source / name).exists():
-            shutil.copy(source / name, folder / name)
-    return model
+from embedlab import runtime
+from embedlab.neural.head import HEAD_TENSOR_NAMES, IGNORE_LABEL, load_masked_lm, read_head_file
+from embedlab.training.mlm_head import HeadTrainingConfig, mask_blocks, masked_features, train_head
 
 
 @pytest.fixture(autouse=True)
-def _fresh_loader_cache():
-    mlm_head._MASKED_LM_CACHE.clear()
+def _fresh_loaded_models():
+    runtime.clear()
     yield
-    mlm_head._MASKED_LM_CACHE.clear()
-
-
-def test_detokenize_wikitext() -> None:
-    line = " The role @-@ playing game sold 1 @,@ 000 copies at 3 @.@ 5 dollars , said <unk> . "
-    assert detokenize_wikitext(line, "[UNK]") == "The role-playing game sold 1,000 copies at 3.5 dollars , said [UNK] ."
+    runtime.clear()
 
 
 def test_mask_blocks_standard_bert_masking() -> None:
@@ -81,52 +40,26 @@ def test_mask_blocks_standard_bert_masking() -> None:
     assert torch.equal(inputs, again_inputs) and torch.equal(labels, again_labels)
 
 
-def test_real_head_is_used_unchanged(tmp_path) -> None:
-    saved = _tiny_bert(tmp_path / "with-head", with_head=True)
-    loaded = load_masked_lm(str(tmp_path / "with-head"))
-    assert loaded.checkpoint_has_head and loaded.head_origin == "checkpoint"
-    state = dict(loaded.model.named_parameters())
-    original = dict(saved.named_parameters())
-    for name in HEAD_TENSOR_NAMES:
-        assert torch.equal(state[name], original[name]), name
-    untrained = load_masked_lm(str(tmp_path / "with-head"), head="untrained")
-    assert untrained.head_hash != loaded.head_hash
+def test_encoder_features_are_computed_once_and_cached(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
+    tiny_bert(tmp_path / "no-head", with_head=False)
+    config = HeadTrainingConfig(model=str(tmp_path / "no-head"), valid_tokens=1500)
+    masked_lm = load_masked_lm(config.model, head="untrained")
+    hidden, labels = masked_features(masked_lm, "valid", config, seed=1, max_tokens=config.valid_tokens, show_progress=False)
+    assert hidden.shape == (len(labels), 32) and (labels != IGNORE_LABEL).all()
+    assert abs(len(labels) / (1500 // 126 * 126) - 0.15) < 0.03  # 15 % of the text tokens of the blocks
 
+    def no_encoding(*args, **kwargs):
+        raise AssertionError("cached encoder features were computed again")
 
-def test_missing_head_is_detected_and_never_silently_random(tmp_path) -> None:
-    _tiny_bert(tmp_path / "no-head", with_head=False)
-    with pytest.raises(HeadError, match="mlm-head train"):
-        load_masked_lm(str(tmp_path / "no-head"))
-    first = load_masked_lm(str(tmp_path / "no-head"), head="untrained")
-    assert not first.checkpoint_has_head and first.head_origin == "untrained"
-    mlm_head._MASKED_LM_CACHE.clear()
-    second = load_masked_lm(str(tmp_path / "no-head"), head="untrained")
-    assert first.head_hash == second.head_hash  # the untrained head is seeded
-    weights = dict(first.model.named_parameters())
-    assert torch.equal(weights["cls.predictions.transform.LayerNorm.weight"], torch.ones(32))
-    assert torch.equal(weights["cls.predictions.bias"], torch.zeros(30522))
-
-
-def test_shipped_minilm_head(tmp_path) -> None:
-    loaded = load_masked_lm("minilm")
-    assert not loaded.checkpoint_has_head
-    assert loaded.head_origin == "shipped:minilm_mlm_head.safetensors"
-    file = mlm_head.RESOURCES / "minilm_mlm_head.safetensors"
-    assert file.stat().st_size < 2_000_000
-    tensors, metadata = read_head_file(file)
-    assert set(tensors) == set(HEAD_TENSOR_NAMES)
-    assert metadata["model_fingerprint"] == loaded.fingerprint
-    assert metadata["command"].startswith("embedlab mlm-head train minilm")
-    assert float(metadata["trained_top1"]) > float(metadata["untrained_top1"]) + 0.1
-    sidecar = json.loads(file.with_suffix(".json").read_text())
-    assert sidecar["trained_top5"] == metadata["trained_top5"]
-    untrained = load_masked_lm("minilm", head="untrained")
-    assert untrained.head_hash != loaded.head_hash
+    monkeypatch.setattr(masked_lm.model.bert, "forward", no_encoding)
+    again_hidden, again_labels = masked_features(masked_lm, "valid", config, seed=1, max_tokens=config.valid_tokens, show_progress=False)
+    assert torch.equal(again_hidden, hidden) and torch.equal(again_labels, labels)
 
 
 def test_training_is_deterministic_and_resumes_exactly(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
-    _tiny_bert(tmp_path / "no-head", with_head=False)
+    tiny_bert(tmp_path / "no-head", with_head=False)
     config = HeadTrainingConfig(model=str(tmp_path / "no-head"), train_tokens=3000, valid_tokens=1500, epochs=2, batch_size=64)
     straight = train_head(config, checkpoint_dir=None, show_progress=False, log=lambda _: None)
     assert straight.history[1]["train_loss"] < straight.history[0]["train_loss"]
@@ -153,7 +86,7 @@ def test_cli_trains_and_writes_head(tmp_path, monkeypatch, capsys) -> None:
     from embedlab.cli.neural import add_cli
 
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
-    _tiny_bert(tmp_path / "no-head", with_head=False)
+    tiny_bert(tmp_path / "no-head", with_head=False)
     parser = argparse.ArgumentParser(prog="embedlab")
     add_cli(parser.add_subparsers(dest="command", required=True))
     out = tmp_path / "tiny_head.safetensors"
