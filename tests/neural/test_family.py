@@ -63,7 +63,6 @@ def test_damaged_cache_entry_is_recomputed(masked_minilm, sentences, tmp_path, m
     assert np.array_equal(ArrayStore("neural").load(embedder.cache_key(sentences[0])), first[0])
 
 
-@pytest.mark.slow
 def test_one_tuning_run_caches_every_appendix_g_variant(masked_minilm, sentences, tmp_path, monkeypatch) -> None:
     import embedlab.neural.family as family
 
