@@ -20,8 +20,10 @@ import numpy as np
 import torch
 from _common import sts_test_pairs
 
-from embedlab.neural.head import IGNORE_LABEL, load_masked_lm
-from embedlab.neural.core import NeuralOptions, embed_texts, resolve_parameter_names, text_inputs
+from embedlab.neural.family import embed_texts
+from embedlab.neural.head import load_masked_lm
+from embedlab.neural.inputs import text_inputs
+from embedlab.neural.options import NeuralOptions, resolve_parameter_names
 
 
 def sts_test_sentences(count: int) -> list[str]:
@@ -46,7 +48,7 @@ def work(masked_lm, texts: list[str], options: NeuralOptions) -> tuple[float, fl
     for text in texts:
         inputs = text_inputs(text, masked_lm.tokenizer, masked_lm.max_length, options.blueprints, "bench")
         rows, length = inputs.input_ids.shape
-        masked = int((inputs.labels != IGNORE_LABEL).sum())
+        masked = inputs.masked_positions
         frozen = encoder_flops(masked_lm, rows * length, length)
         # reference: transform + decoder at every position, forward and backward to the transform's output
         reference += frozen + options.epochs * rows * length * (2 * hidden * hidden + 4 * hidden * vocab)

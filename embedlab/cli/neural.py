@@ -1,6 +1,7 @@
-"""CLI for the neural-embeddings area: ``embedlab mlm-head train MODEL`` (paper Appendix A; issue 4).
+"""CLI for the neural-embeddings area: ``embedlab mlm-head train MODEL`` (paper Appendix A).
 
-Embedding texts with ``neural:…`` specs goes through the lead's generic ``embedlab embed`` command.
+The CLI app registers it through :func:`add_cli`. Embedding texts with ``neural:…`` specs goes through
+the generic ``embedlab embed`` command.
 """
 
 from __future__ import annotations
@@ -10,13 +11,17 @@ import shlex
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the training module (and torch) load only when a command runs
+    from embedlab.training.mlm_head import HeadTrainingConfig
 
 DEFAULTS_NOTE = "defaults reproduce the shipped MiniLM head exactly"
 
 
 def add_cli(subparsers) -> None:
     """Register ``mlm-head train`` on the main parser's subcommands."""
-    from embedlab.neural.head import HeadTrainingConfig
+    from embedlab.training.mlm_head import HeadTrainingConfig
 
     defaults = HeadTrainingConfig(model="")
     head = subparsers.add_parser("mlm-head", help="masked-LM heads for encoders shipped without one")
@@ -43,7 +48,8 @@ def add_cli(subparsers) -> None:
 
 
 def _train_handler(args: argparse.Namespace) -> int:
-    from embedlab.neural.head import HeadError, HeadTrainingConfig, default_head_filename, save_head, train_head
+    from embedlab.neural.head import HeadError
+    from embedlab.training.mlm_head import HeadTrainingConfig, default_head_filename, save_head, train_head
     from embedlab.runtime import cache_dir
 
     config = HeadTrainingConfig(
@@ -59,7 +65,7 @@ def _train_handler(args: argparse.Namespace) -> int:
         threads=args.threads,
     )
     out = args.out or Path(default_head_filename(args.model))
-    command = "embedlab mlm-head train " + " ".join(shlex.quote(part) for part in _reproducing_arguments(args, config))
+    command = "embedlab mlm-head train " + " ".join(shlex.quote(part) for part in _reproducing_arguments(config))
     checkpoint_dir = args.checkpoint_dir or cache_dir("mlm_head", "checkpoints")
     try:
         with warnings.catch_warnings():
@@ -76,9 +82,9 @@ def _train_handler(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reproducing_arguments(args: argparse.Namespace, config) -> list[str]:
+def _reproducing_arguments(config: HeadTrainingConfig) -> list[str]:
     """The model plus every option that differs from the defaults (the head's metadata records it)."""
-    from embedlab.neural.head import HeadTrainingConfig
+    from embedlab.training.mlm_head import HeadTrainingConfig
 
     defaults = HeadTrainingConfig(model=config.model)
     parts = [config.model]
@@ -90,15 +96,3 @@ def _reproducing_arguments(args: argparse.Namespace, config) -> list[str]:
         if getattr(config, field_name) != getattr(defaults, field_name):
             parts += [option, str(getattr(config, field_name))]
     return parts
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m embedlab.cli.neural …``) until the lead's cli.py imports add_cli."""
-    parser = argparse.ArgumentParser(prog="embedlab")
-    add_cli(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.handler(args))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

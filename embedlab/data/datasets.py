@@ -9,7 +9,8 @@ The evaluation protocols follow the papers:
 * The six short-text clustering sets — paper 2 §3.5.1.
 * Grouped texts for triplets (mrpc, sts, summ-g, summ-r, text-summ-g, text-summ-r) and the similar /
   non-similar pair sets — neural-embeddings paper (seed 0) §3.2–3.3.
-* WikiText-2 sentences of at least 10 characters for IsoScore — paper 2 §3.5.4.
+* WikiText-2 sentences of at least 10 characters for IsoScore — paper 2 §3.5.4: ``wikitext2_sentences``,
+  re-exported from :mod:`embedlab.data.wikitext`, the one WikiText-2 reader (which checks its token counts).
 
 User files (scored pairs, labelled texts, grouped texts) may be TSV, CSV or JSON lines; a bad line gives
 an error naming the file and the line number.
@@ -26,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab.data import DataFormatError
+from embedlab.data.wikitext import wikitext2_sentences  # re-exported: the IsoScore set (paper 2 §3.5.4)
 from embedlab.runtime import data_path, data_root
 
 # Row counts published in the data README (scored pairs for STS12-16, rows otherwise).
@@ -48,11 +51,6 @@ CLUSTERING_CLASSES = {"agnews": 4, "biomedical": 20, "googlenews_ts": 152, "goog
 CLUSTERING_SETS = ("agnews", "biomedical", "googlenews_ts", "searchsnippets", "stackoverflow", "tweet")
 STS_YEARS = ("sts12", "sts13", "sts14", "sts15", "sts16")
 SUMMEVAL_ASPECTS = ("coherence", "consistency", "fluency", "relevance")
-WIKITEXT_TOKENS = {"train": 2088628, "valid": 217646, "test": 245569}
-
-
-class DataFormatError(ValueError):
-    """A data file whose content does not have the expected format (the message names file and line)."""
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -606,7 +604,7 @@ def trec(split: str) -> LabelledTexts:
 
 
 # ----------------------------------------------------------------------------------------------------
-# Clustering sets and WikiText-2
+# Clustering sets
 # ----------------------------------------------------------------------------------------------------
 
 
@@ -628,20 +626,6 @@ def clustering_set(name: str) -> LabelledTexts:
         raise DataFormatError(f"{path}: {len(names)} classes, but the data README says {CLUSTERING_CLASSES[name]}")
     lookup = {label: index for index, label in enumerate(names)}
     return LabelledTexts(name, "all", texts, np.array([lookup[l] for l in raw_labels], dtype=np.int64), names)
-
-
-def wikitext2_sentences(split: str = "test", min_chars: int = 10) -> list[str]:
-    """WikiText-2 sentences of at least ``min_chars`` characters (the reference corpus' pysbd split,
-    detokenised and cached by ``embedlab.data.wikitext``), after checking the file's published token count."""
-    from embedlab.data import wikitext as corpus
-
-    if split not in WIKITEXT_TOKENS:
-        raise ValueError(f"unknown WikiText-2 split {split!r}; expected one of {', '.join(WIKITEXT_TOKENS)}")
-    path = data_path("corpus", "wikitext-2", f"{split}.txt")
-    tokens = sum(len(line.split()) + 1 for line in _lines(path))  # words plus one end-of-line token, as published
-    if tokens != WIKITEXT_TOKENS[split]:
-        raise DataFormatError(f"{path}: {tokens} tokens, but the data README says {WIKITEXT_TOKENS[split]}")
-    return corpus.wikitext2_sentences(split, min_chars=min_chars)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -7,12 +7,18 @@ cut into consecutive pieces. Nothing is dropped. Sentence splitting is offline (
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from embedlab.runtime import cached
+
+if TYPE_CHECKING:  # pysbd loads on first use
+    import pysbd
 
 
-@functools.lru_cache(maxsize=1)
-def _segmenter():
+@cached("data.sentence_segmenter", maxsize=1)
+def _segmenter() -> pysbd.Segmenter:
+    """pysbd's English segmenter, built once per process and reused for every text."""
     import pysbd
 
     return pysbd.Segmenter(language="en", clean=False, char_span=False)

@@ -1,34 +1,65 @@
-"""The reference corpus (WikiText-2, shared data) as paragraphs and as sentences.
+"""The one reader of WikiText-2 (shared data): its files checked, as paragraphs and as sentences.
 
-The pooling paper fits idf^W, the most frequent tokens, the Avg static model and ·^W post-processing
-on WikiText (§3.1 "Additional Context Data", §3.3, §3.4.6). WikiText-2 is distributed tokenised;
-``detokenize`` undoes its number/hyphen splitting (`` @-@ ``, `` @,@ ``, `` @.@ ``) and maps ``<unk>`` to
-the model's own unknown token. Headings (``= Title =``) are not text and are skipped. Sentences come
-from pysbd once and are cached as a text file (one per line).
+Three consumers read it: the pooling paper fits idf^W, the most frequent tokens, the Avg static model and
+·^W post-processing on WikiText-2 train (§3.1 "Additional Context Data", §3.3, §3.4.6); the pooling
+paper's IsoScore runs on its test sentences (§3.5.4); and the masked-LM head for encoders shipped
+without one is trained on train and scored on valid (neural-embeddings paper, Appendix A).
+
+WikiText-2 is distributed tokenised; :func:`detokenize` undoes its number/hyphen splitting (`` @-@ ``,
+`` @,@ ``, `` @.@ ``) and maps ``<unk>`` to the model's own unknown token. Headings (``= Title =``) are
+not text and are skipped. Every file is checked once per process against the token count published
+with the data, so a truncated copy fails loudly. Sentences come from pysbd once and are cached as a
+text file (one per line).
 """
 
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
-from embedlab.runtime import atomic_write_bytes, cache_dir, data_path
+from embedlab.data import DataFormatError
 from embedlab.data.sentences import split_sentences
+from embedlab.runtime import atomic_write_bytes, cache_dir, cached, data_path
 
-WIKITEXT_SPLITS = ("train", "valid", "test")
+# Tokens per split as published with WikiText-2 (words plus one end-of-line token per line).
+WIKITEXT_TOKENS = {"train": 2088628, "valid": 217646, "test": 245569}
+WIKITEXT_SPLITS = tuple(WIKITEXT_TOKENS)
+_JOINERS = ((" @-@ ", "-"), (" @,@ ", ","), (" @.@ ", "."))
 
 
 def detokenize(line: str, unk_token: str = "<unk>") -> str:
-    text = line.strip().replace(" @-@ ", "-").replace(" @,@ ", ",").replace(" @.@ ", ".")
+    """One WikiText line as plain text: joiners undone, ``<unk>`` -> ``unk_token``, outer spaces dropped."""
+    text = line.strip()
+    for marked, plain in _JOINERS:
+        text = text.replace(marked, plain)
     return text.replace("<unk>", unk_token) if unk_token != "<unk>" else text
+
+
+def wikitext2_file(split: str) -> Path:
+    """The file of WikiText-2 ``split``, after checking its token count against the published one."""
+    if split not in WIKITEXT_TOKENS:
+        raise ValueError(f"unknown WikiText-2 split {split!r}; choose one of {WIKITEXT_SPLITS}")
+    path = data_path("corpus", "wikitext-2", f"{split}.txt")
+    _check_token_count(str(path), split)
+    return path
+
+
+@cached("data.wikitext_checked")
+def _check_token_count(path: str, split: str) -> None:
+    """Raise when the file at ``path`` does not hold the published token count (checked once per process)."""
+    text = Path(path).read_bytes().decode("utf-8-sig")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # a final newline ends the last line, it does not start another
+    tokens = sum(len(line.split()) + 1 for line in lines)
+    if tokens != WIKITEXT_TOKENS[split]:
+        raise DataFormatError(f"{path}: {tokens} tokens, but the data README says {WIKITEXT_TOKENS[split]}")
 
 
 def wikitext2_paragraphs(split: str = "train", unk_token: str = "<unk>") -> list[str]:
     """Non-empty, non-heading lines of WikiText-2 ``split``, detokenised."""
-    if split not in WIKITEXT_SPLITS:
-        raise ValueError(f"unknown WikiText-2 split {split!r}; choose one of {WIKITEXT_SPLITS}")
-    path = data_path("corpus", "wikitext-2", f"{split}.txt")
     paragraphs = []
-    with open(path, encoding="utf-8") as stream:
+    with open(wikitext2_file(split), encoding="utf-8") as stream:
         for line in stream:
             stripped = line.strip()
             if stripped and not (stripped.startswith("=") and stripped.endswith("=")):
@@ -38,14 +69,14 @@ def wikitext2_paragraphs(split: str = "train", unk_token: str = "<unk>") -> list
 
 def wikitext2_sentences(split: str = "train", min_chars: int = 10, unk_token: str = "<unk>") -> list[str]:
     """WikiText-2 sentences (pysbd) of at least ``min_chars`` characters, cached after the first split."""
-    source = data_path("corpus", "wikitext-2", f"{split}.txt")
+    source = wikitext2_file(split)
     stamp = hashlib.sha256(f"{source}:{source.stat().st_size}:{source.stat().st_mtime_ns}".encode()).hexdigest()[:12]
-    cached = cache_dir("corpus") / f"wikitext2-{split}-sentences-{stamp}.txt"
-    if cached.exists():
-        sentences = cached.read_text(encoding="utf-8").split("\n")
+    sentences_file = cache_dir("corpus") / f"wikitext2-{split}-sentences-{stamp}.txt"
+    if sentences_file.exists():
+        sentences = sentences_file.read_text(encoding="utf-8").split("\n")
     else:
         sentences = [sentence for paragraph in wikitext2_paragraphs(split) for sentence in split_sentences(paragraph)]
-        atomic_write_bytes(cached, "\n".join(sentences).encode("utf-8"))
+        atomic_write_bytes(sentences_file, "\n".join(sentences).encode("utf-8"))
     selected = [sentence for sentence in sentences if len(sentence) >= min_chars]
     if unk_token != "<unk>":
         selected = [sentence.replace("<unk>", unk_token) for sentence in selected]

@@ -11,54 +11,45 @@ Examples::
     neural:minilm,skip-blueprint=1             # Appendix C.2 ablation Neural-B1
     neural:minilm+minilm                       # Appendix H: normalised concatenation (the spec parser's '+')
 
-Embeddings are cached per text under ``cache_dir("neural")`` as ``.npy`` keyed by the model fingerprint,
-the head hash, the options, the path and the text, so reruns never micro-tune a text twice. A run that
-tunes the last block caches the neural embedding and all six hidden-layer variants of its texts at once.
+This module orchestrates the parts: inputs (:mod:`~embedlab.neural.inputs`), the reference and batched
+micro-tuning paths (:mod:`~embedlab.neural.reference`, :mod:`~embedlab.neural.batched`) and what is read
+off a run (:mod:`~embedlab.neural.variants`). Embeddings are cached per text in the runtime's
+``ArrayStore("neural")`` (checksummed), keyed by the model fingerprint, the head hash, the options, the
+path and the text, so reruns never micro-tune a text twice. A run that tunes the last block caches the
+neural embedding and all six hidden-layer variants of its texts at once.
 """
 
 from __future__ import annotations
 
-import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
 from embedlab.methods.base import Family, VectorMethod
+from embedlab.neural.batched import batched_supported, micro_tune_batched
 from embedlab.neural.head import MaskedLM, load_masked_lm
-from embedlab.neural.core import (
-    BLUEPRINTS,
+from embedlab.neural.inputs import BLUEPRINTS, TextInputs, text_inputs
+from embedlab.neural.options import HEAD_VECTORS, NeuralOptions, check_parameters, resolve_parameter_names
+from embedlab.neural.reference import micro_tune_reference, text_seed
+from embedlab.neural.variants import (
+    UNTUNED_VARIANTS,
     VARIANTS,
-    NeuralOptions,
-    batched_supported,
-    cache_key,
-    embed_texts_variants,
-    embedding_width,
-    resolve_parameter_names,
+    check_variants,
+    hidden_variants,
     shared_run_variants,
+    weight_change_embedding,
 )
-from embedlab.runtime import atomic_write_bytes, cache_dir
+from embedlab.runtime import ArrayStore, cache_key
 from embedlab.spec import Option
 
 # Texts micro-tuned per call of the batched path before their embeddings are cached; large enough
 # that the batched path's groups (about 4,096 masked positions, 100-200 sentences) stay full.
 CACHE_SLICE = 512
-
-DEFAULT_OPTIONS: dict[str, str] = {
-    "params": "head",
-    "epochs": "10",
-    "lr": "0.01",
-    "head": "auto",
-    "skip-layer": "none",
-    "skip-blueprint": "none",
-    "variant": "neural",
-    "path": "auto",
-    "seed": "0",
-}
+PATHS = ("batched", "reference")
 
 
-def _positive_int(value: str) -> str:
+def _non_negative_int(value: str) -> str:
     number = int(value)
     if number < 0:
         raise ValueError("must be a non-negative integer")
@@ -72,7 +63,7 @@ def _positive_float(value: str) -> str:
     return repr(number)
 
 
-def _index_or_none(limit: int):
+def _index_or_none(limit: int) -> Callable[[str], str]:
     def validate(value: str) -> str:
         if value == "none":
             return value
@@ -83,18 +74,129 @@ def _index_or_none(limit: int):
     return validate
 
 
+NEURAL_OPTIONS: dict[str, Option] = {
+    "params": Option("head", help="tuned 1-D parameters: head (L0,L1,L2 of the head transform), block (last block's output vectors), "
+                     "block-dense-bias (neural-1), or names joined by ';' ('layer.last.' = last block)"),
+    "epochs": Option("10", help="micro-tuning epochs (one full-batch AdamW step each)", validate=_non_negative_int),
+    "lr": Option("0.01", help="AdamW learning rate (other AdamW settings are torch defaults)", validate=_positive_float),
+    "head": Option("auto", help="masked-LM head: auto (checkpoint's own, else the shipped trained one), untrained, or a head file"),
+    "skip-layer": Option("none", help="ablation Neural-L<i>: leave out tuned layer i (Appendix C.1)", validate=_index_or_none(len(HEAD_VECTORS))),  # every preset tunes three layers
+    "skip-blueprint": Option("none", help="ablation Neural-B<i>: leave out masking blueprint i of [(2,1),(1,1),(1,2),(1,3)] (Appendix C.2)",
+                             validate=_index_or_none(len(BLUEPRINTS))),
+    "variant": Option("neural", choices=VARIANTS,
+                      help="neural (Eq. 1) or an Appendix G hidden-layer variant: cls, avg, cls-tuned, avg-tuned, cls-diff, avg-diff"),
+    "path": Option("auto", choices=("auto", *PATHS), help="auto, batched (many texts at once) or reference (one text at a time, any parameters)"),
+    "seed": Option("0", help="seed (per-text seeds derive from it and the text)", validate=_non_negative_int),
+}
+
+
+def _groups_by_positions(all_inputs: Sequence[TextInputs], group_positions: int) -> list[list[int]]:
+    """Consecutive texts in groups of about ``group_positions`` masked positions (at least one text each)."""
+    groups: list[list[int]] = []
+    group: list[int] = []
+    positions = 0
+    for position, inputs in enumerate(all_inputs):
+        count = inputs.masked_positions
+        if group and positions + count > group_positions:
+            groups.append(group)
+            group, positions = [], 0
+        group.append(position)
+        positions += count
+    if group:
+        groups.append(group)
+    return groups
+
+
+def embed_texts(
+    masked_lm: MaskedLM,
+    texts: Sequence[str],
+    options: NeuralOptions,
+    path: str = "batched",
+    group_positions: int = 4096,
+    progress: Callable[[int], None] | None = None,
+    indices: Sequence[int] | None = None,
+) -> np.ndarray:
+    """Neural embeddings (or an Appendix G variant) of ``texts`` as float32 rows; no caching here.
+
+    ``path``: ``batched`` (groups of texts with about ``group_positions`` masked positions together) or
+    ``reference`` (one text at a time). ``indices`` name the texts in error messages.
+    """
+    vectors = embed_texts_variants(masked_lm, texts, options, (options.variant,), path, group_positions, progress, indices)
+    return vectors[options.variant]
+
+
+def embed_texts_variants(
+    masked_lm: MaskedLM,
+    texts: Sequence[str],
+    options: NeuralOptions,
+    variants: Sequence[str],
+    path: str = "batched",
+    group_positions: int = 4096,
+    progress: Callable[[int], None] | None = None,
+    indices: Sequence[int] | None = None,
+) -> dict[str, np.ndarray]:
+    """Several variants of ``texts`` from one micro-tuning run: ``{variant: float32 rows}``.
+
+    ``options.variant`` is ignored; every name in ``variants`` is computed from the same tuned weights
+    (``neural``: Eq. 1 on the weight changes; the others: Appendix G hidden-layer outputs).
+    """
+    variants = tuple(dict.fromkeys(variants))
+    check_variants(variants, options, masked_lm.num_layers)
+    check_parameters(masked_lm.model, options.params)
+    if path not in PATHS:
+        raise ValueError(f"neural: path must be 'batched' or 'reference', got {path!r}")
+    hidden = [variant for variant in variants if variant != "neural"]
+    if hidden and path == "reference":
+        raise ValueError("neural: the hidden-layer variants are computed on the batched path only")
+    indices = list(indices) if indices is not None else list(range(len(texts)))
+    all_inputs = [text_inputs(text, masked_lm.tokenizer, masked_lm.max_length, options.blueprints, f"text {index}") for text, index in zip(texts, indices)]
+    if path == "reference":
+        results: list[np.ndarray] = []
+        for text, inputs, index in zip(texts, all_inputs, indices):
+            changes = micro_tune_reference(masked_lm, inputs, options, text_seed(options.seed, text))
+            results.append(weight_change_embedding(changes, f"text {index}").numpy().astype(np.float32))
+            if progress:
+                progress(1)
+        return {"neural": np.stack(results) if results else np.zeros((0, 0), dtype=np.float32)}
+    needs_tuning = any(variant not in UNTUNED_VARIANTS for variant in variants)
+    run_options = replace(options, epochs=options.epochs if needs_tuning else 0)  # the untuned variants need no tuning
+    rows: dict[str, list[np.ndarray]] = {variant: [] for variant in variants}
+    for members in _groups_by_positions(all_inputs, group_positions):
+        run = micro_tune_batched(masked_lm, [all_inputs[member] for member in members], run_options, need_plain=bool(hidden))
+        for local, member in enumerate(members):
+            vectors = hidden_variants(run.top, run.frozen, local, hidden) if hidden else {}
+            if "neural" in variants:
+                vectors["neural"] = weight_change_embedding(run.changes[local], f"text {indices[member]}")
+            for variant in variants:
+                rows[variant].append(vectors[variant].numpy().astype(np.float32))
+        if progress:
+            progress(len(members))
+    return {variant: np.stack(found) for variant, found in rows.items()}
+
+
+def embedding_width(masked_lm: MaskedLM, options: NeuralOptions) -> int:
+    """Width of the embedding: the tuned vectors' total size (neural) or the hidden size (variants)."""
+    if options.variant != "neural":
+        return masked_lm.hidden_size
+    parameters = dict(masked_lm.model.named_parameters())
+    return int(sum(parameters[name].numel() for name in options.params))
+
+
 class NeuralEmbedder:
-    """Neural embeddings of texts for one model, head and option set, with a per-text disk cache."""
+    """Neural embeddings of texts for one model, head and option set, with a per-text disk cache.
+
+    ``options`` are the family's option strings (:data:`NEURAL_OPTIONS`), validated the same way as in a spec.
+    """
 
     def __init__(self, model: str, options: dict[str, str] | None = None, use_cache: bool = True) -> None:
-        values = dict(DEFAULT_OPTIONS)
-        unknown = set(options or {}) - set(DEFAULT_OPTIONS)
+        unknown = set(options or {}) - set(NEURAL_OPTIONS)
         if unknown:
-            raise ValueError(f"neural: unknown option(s) {sorted(unknown)}; valid: {', '.join(DEFAULT_OPTIONS)}")
-        values.update(options or {})
+            raise ValueError(f"neural: unknown option(s) {sorted(unknown)}; valid: {', '.join(NEURAL_OPTIONS)}")
+        given = options or {}
+        self.values = {key: option.canonical(key, given[key]) if key in given else option.default for key, option in NEURAL_OPTIONS.items()}
         self.model_name = model
-        self.values = values
         self.use_cache = use_cache
+        self.store = ArrayStore("neural")
         self._masked_lm: MaskedLM | None = None
         self._options: NeuralOptions | None = None
 
@@ -107,31 +209,34 @@ class NeuralEmbedder:
     @property
     def options(self) -> NeuralOptions:
         if self._options is None:
-            values = self.values
-            names = resolve_parameter_names(values["params"], self.masked_lm.num_layers)
-            if values["skip-layer"] != "none":
-                skip = int(values["skip-layer"])
-                if skip >= len(names) or len(names) == 1:
-                    raise ValueError(f"neural: skip-layer={skip} needs at least {max(skip + 1, 2)} tuned layers, params has {len(names)}")
-                names = [name for index, name in enumerate(names) if index != skip]
-            blueprints = BLUEPRINTS
-            if values["skip-blueprint"] != "none":
-                skip = int(values["skip-blueprint"])
-                blueprints = tuple(blueprint for index, blueprint in enumerate(BLUEPRINTS) if index != skip)
-            if values["variant"] not in VARIANTS:
-                raise ValueError(f"neural: unknown variant {values['variant']!r}; choose one of {', '.join(VARIANTS)}")
-            self._options = NeuralOptions(
-                params=tuple(names),
-                epochs=int(values["epochs"]),
-                learning_rate=float(values["lr"]),
-                blueprints=blueprints,
-                variant=values["variant"],
-                seed=int(values["seed"]),
-            )
+            self._options = self._resolve_options()
         return self._options
+
+    def _resolve_options(self) -> NeuralOptions:
+        """The option strings as a :class:`NeuralOptions` for this model (presets and ablations applied)."""
+        values = self.values
+        names = resolve_parameter_names(values["params"], self.masked_lm.num_layers)
+        if values["skip-layer"] != "none":
+            skip = int(values["skip-layer"])
+            if skip >= len(names) or len(names) == 1:
+                raise ValueError(f"neural: skip-layer={skip} needs at least {max(skip + 1, 2)} tuned layers, params has {len(names)}")
+            names = [name for index, name in enumerate(names) if index != skip]
+        blueprints = BLUEPRINTS
+        if values["skip-blueprint"] != "none":
+            skip = int(values["skip-blueprint"])
+            blueprints = tuple(blueprint for index, blueprint in enumerate(BLUEPRINTS) if index != skip)
+        return NeuralOptions(
+            params=tuple(names),
+            epochs=int(values["epochs"]),
+            learning_rate=float(values["lr"]),
+            blueprints=blueprints,
+            variant=values["variant"],
+            seed=int(values["seed"]),
+        )
 
     @property
     def path(self) -> str:
+        """The micro-tuning path: ``auto`` picks the batched one wherever it covers the parameters."""
         chosen = self.values["path"]
         if chosen == "auto":
             return "batched" if batched_supported(self.options.params, self.masked_lm.num_layers) or self.options.variant != "neural" else "reference"
@@ -141,36 +246,35 @@ class NeuralEmbedder:
     def dimension(self) -> int:
         return embedding_width(self.masked_lm, self.options)
 
-    def _cache_file(self, text: str, variant: str | None = None) -> Path:
+    def cache_key(self, text: str, variant: str | None = None) -> str:
+        """Key of one text's cached embedding: model fingerprint, head hash, options, path and the text itself."""
         options = self.options if variant is None else replace(self.options, variant=variant)
-        key = cache_key(self.masked_lm, options, self.path, text)
-        return cache_dir("neural", key[:2]) / f"{key}.npy"
+        masked_lm = self.masked_lm
+        return cache_key("neural", masked_lm.fingerprint, masked_lm.head_hash, masked_lm.max_length, options.key(), self.path, text)
 
     def embed(self, texts: Sequence[str], show_progress_bar: bool | None = None) -> np.ndarray:
         """float32 rows, one per text; cached texts are read back, the others micro-tuned together.
 
         With the cache on, one micro-tuning run also caches the variants it yields for free (see
-        :func:`shared_run_variants`), so evaluating all Appendix G variants costs one run per text.
+        :func:`~embedlab.neural.variants.shared_run_variants`), so evaluating all Appendix G variants
+        costs one run per text. Texts are micro-tuned and cached in slices of :data:`CACHE_SLICE`, so an
+        interrupted long run keeps the slices it finished.
         """
         from tqdm.auto import tqdm
 
         texts = list(texts)
-        unique = list(dict.fromkeys(texts))
         found: dict[str, np.ndarray] = {}
-        missing: list[str] = []
-        for text in unique:
-            file = self._cache_file(text) if self.use_cache else None
-            if file is not None and file.exists():
-                found[text] = np.load(file, allow_pickle=False)
-            else:
-                missing.append(text)
+        for text in dict.fromkeys(texts):
+            vector = self.store.load(self.cache_key(text)) if self.use_cache else None
+            if vector is not None:
+                found[text] = vector
+        missing = [text for text in dict.fromkeys(texts) if text not in found]
         if missing:
             own = self.options.variant
             variants = shared_run_variants(self.options, self.masked_lm.num_layers) if self.use_cache and self.path == "batched" else (own,)
             first_index = {text: position for position, text in reversed(list(enumerate(texts)))}
             bar = tqdm(total=len(missing), desc="neural micro-tuning", disable=not show_progress_bar)
             try:
-                # in slices, each cached as soon as it is done, so an interrupted long run keeps its work
                 for start in range(0, len(missing), CACHE_SLICE):
                     piece = missing[start : start + CACHE_SLICE]
                     vectors = embed_texts_variants(
@@ -180,9 +284,7 @@ class NeuralEmbedder:
                         found[text] = vectors[own][row]
                         if self.use_cache:
                             for variant in variants:
-                                buffer = io.BytesIO()
-                                np.save(buffer, vectors[variant][row], allow_pickle=False)
-                                atomic_write_bytes(self._cache_file(text, variant), buffer.getvalue())
+                                self.store.save(self.cache_key(text, variant), vectors[variant][row])
             finally:
                 bar.close()
         if not texts:
@@ -190,26 +292,12 @@ class NeuralEmbedder:
         return np.stack([found[text] for text in texts]).astype(np.float32)
 
 
-NEURAL_OPTION_HELP = {
-    "params": "tuned 1-D parameters: head (L0,L1,L2 of the head transform), block (last block's output vectors), block-dense-bias (neural-1), or names joined by ';' ('layer.last.' = last block)",
-    "epochs": "micro-tuning epochs (one full-batch AdamW step each)",
-    "lr": "AdamW learning rate (other AdamW settings are torch defaults)",
-    "head": "masked-LM head: auto (checkpoint's own, else the shipped trained one), untrained, or a head file",
-    "skip-layer": "ablation Neural-L<i>: leave out tuned layer i (Appendix C.1)",
-    "skip-blueprint": "ablation Neural-B<i>: leave out masking blueprint i of [(2,1),(1,1),(1,2),(1,3)] (Appendix C.2)",
-    "variant": "neural (Eq. 1) or an Appendix G hidden-layer variant: cls, avg, cls-tuned, avg-tuned, cls-diff, avg-diff",
-    "path": "auto, batched (many texts at once) or reference (one text at a time, any parameters)",
-    "seed": "seed (per-text seeds derive from it and the text)",
-}
-
-
 class NeuralMethod(VectorMethod):
     """``neural:MODEL[,options]``: see the module docstring."""
 
     def __init__(self, spec) -> None:
         super().__init__(spec)
-        options = {key: spec.get(key) for key in DEFAULT_OPTIONS}
-        self.embedder = NeuralEmbedder(spec.model, options)
+        self.embedder = NeuralEmbedder(spec.model, {key: spec.get(key) for key in NEURAL_OPTIONS})
 
     @property
     def fingerprint(self) -> str:
@@ -223,15 +311,4 @@ class NeuralMethod(VectorMethod):
         return self.embedder.embed(texts, show_progress_bar=show_progress_bar)
 
 
-NEURAL_OPTIONS = {
-    "params": Option(DEFAULT_OPTIONS["params"], help=NEURAL_OPTION_HELP["params"]),
-    "epochs": Option(DEFAULT_OPTIONS["epochs"], help=NEURAL_OPTION_HELP["epochs"], validate=_positive_int),
-    "lr": Option(DEFAULT_OPTIONS["lr"], help=NEURAL_OPTION_HELP["lr"], validate=_positive_float),
-    "head": Option(DEFAULT_OPTIONS["head"], help=NEURAL_OPTION_HELP["head"]),
-    "skip-layer": Option(DEFAULT_OPTIONS["skip-layer"], help=NEURAL_OPTION_HELP["skip-layer"], validate=_index_or_none(3)),
-    "skip-blueprint": Option(DEFAULT_OPTIONS["skip-blueprint"], help=NEURAL_OPTION_HELP["skip-blueprint"], validate=_index_or_none(len(BLUEPRINTS))),
-    "variant": Option(DEFAULT_OPTIONS["variant"], choices=VARIANTS, help=NEURAL_OPTION_HELP["variant"]),
-    "path": Option(DEFAULT_OPTIONS["path"], choices=("auto", "batched", "reference"), help=NEURAL_OPTION_HELP["path"]),
-    "seed": Option(DEFAULT_OPTIONS["seed"], help=NEURAL_OPTION_HELP["seed"], validate=_positive_int),
-}
 NEURAL_FAMILY = Family("neural", NEURAL_OPTIONS, NeuralMethod, "neural embeddings: weight changes after micro-tuning on each text (neural-embeddings paper)")

@@ -1,0 +1,91 @@
+"""What one micro-tuning run is: the tuned 1-D parameters and the options around them.
+
+The tuned parameters (neural-embeddings paper §2, Appendix A and G): by default the three vectors of the
+masked-LM head's transform (L0 = LayerNorm weight, L1 = LayerNorm bias, L2 = dense bias); Appendix G
+tunes the last transformer block's output vectors instead ("block 11" of BERT-base = the model's last
+block). Any other 1-D parameters can be named explicitly (the reference path covers them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from embedlab.neural.inputs import BLUEPRINTS
+
+HEAD_VECTORS = (
+    "cls.predictions.transform.LayerNorm.weight",  # L0
+    "cls.predictions.transform.LayerNorm.bias",  # L1
+    "cls.predictions.transform.dense.bias",  # L2
+)
+
+
+def block_vectors(num_layers: int) -> tuple[str, str, str]:
+    """The last transformer block's output LayerNorm weight/bias and output dense bias (Appendix A, G)."""
+    prefix = f"bert.encoder.layer.{num_layers - 1}.output."
+    return (prefix + "LayerNorm.weight", prefix + "LayerNorm.bias", prefix + "dense.bias")
+
+
+def tunes_last_block(names: Sequence[str], num_layers: int) -> bool:
+    """Whether any of ``names`` is one of the last block's output vectors (what the tuned variants read)."""
+    block = block_vectors(num_layers)
+    return any(name in block for name in names)
+
+
+def resolve_parameter_names(spec: str, num_layers: int) -> list[str]:
+    """Parameter names from a preset (``head``, ``block``, ``block-dense-bias``) or ``;``-separated names.
+
+    In explicit names ``layer.last`` stands for the model's last block (BERT-base's "block 11").
+    """
+    presets = {
+        "head": list(HEAD_VECTORS),
+        "block": list(block_vectors(num_layers)),
+        "block-dense-bias": [block_vectors(num_layers)[2]],  # Appendix G's neural-1
+    }
+    if spec in presets:
+        return presets[spec]
+    names = [name.strip().replace("layer.last.", f"layer.{num_layers - 1}.") for name in spec.split(";") if name.strip()]
+    if not names:
+        raise ValueError(f"neural: params={spec!r} names no parameter")
+    return names
+
+
+def check_parameters(model: torch.nn.Module, names: Sequence[str]) -> dict[str, torch.nn.Parameter]:
+    """The model's parameters called ``names``; a clear error for a missing, repeated or non-1-D one."""
+    available = dict(model.named_parameters())
+    chosen = {}
+    for name in names:
+        if name not in available:
+            close = [candidate for candidate in available if candidate.endswith(name.split(".")[-1])][:6]
+            raise ValueError(f"neural: model has no parameter {name!r} (parameters ending alike: {close})")
+        if available[name].dim() != 1:
+            raise ValueError(f"neural: parameter {name!r} has shape {tuple(available[name].shape)}; only 1-D parameters are micro-tuned")
+        chosen[name] = available[name]
+    if len(set(names)) != len(names):
+        raise ValueError(f"neural: parameter names repeat: {list(names)}")
+    return chosen
+
+
+@dataclass(frozen=True)
+class NeuralOptions:
+    """What determines a neural embedding besides the model, its head and the text."""
+
+    params: tuple[str, ...]
+    epochs: int = 10
+    learning_rate: float = 1e-2
+    blueprints: tuple[tuple[int, int], ...] = BLUEPRINTS
+    variant: str = "neural"
+    seed: int = 0
+
+    def key(self) -> dict:
+        """The options as JSON-ready values: part of every cached embedding's key."""
+        return {
+            "params": list(self.params),
+            "epochs": self.epochs,
+            "lr": self.learning_rate,
+            "blueprints": [list(b) for b in self.blueprints],
+            "variant": self.variant,
+            "seed": self.seed,
+        }

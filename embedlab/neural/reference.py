@@ -1,0 +1,105 @@
+"""The reference micro-tuning path: one text at a time with the real modules (neural-embeddings paper §2, Appendix B).
+
+For every text, start from the original model, run ``epochs`` full-batch ``torch.optim.AdamW`` steps of
+masked-token prediction over the text's inputs (:mod:`embedlab.neural.inputs`) and return the change of
+each tuned 1-D parameter. It accepts any 1-D parameter names and computes logits at every position, as
+the paper's reference implementation does; :mod:`embedlab.neural.batched` is checked against it.
+
+Details the paper leaves open, following the reference implementation: all inputs of a text form one
+batch per epoch (the paper's "single batch of no more than 12 inputs"; for multi-chunk texts still one
+batch, so the order of inputs cannot matter); the model runs in eval mode (no dropout), so micro-tuning
+is deterministic; AdamW uses torch's defaults except the learning rate. Blocks below the lowest tuned
+one are frozen and run once (Appendix B), their hidden states reused in every epoch.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+
+import torch
+
+from embedlab.neural.head import IGNORE_LABEL, MaskedLM
+from embedlab.neural.inputs import TextInputs
+from embedlab.neural.options import NeuralOptions, check_parameters
+
+
+def text_seed(seed: int, text: str) -> int:
+    """A per-text seed: a text's micro-tuning never depends on its neighbours or on batch order."""
+    return (seed * 1_000_003 + zlib.crc32(text.encode("utf-8"))) % (2**31 - 1)
+
+
+def _lowest_tuned_block(names: Sequence[str], num_layers: int) -> int:
+    """Index of the lowest transformer block holding a tuned parameter (num_layers: head only; -1: embeddings)."""
+    lowest = num_layers
+    for name in names:
+        if name.startswith("bert.embeddings."):
+            return -1
+        if name.startswith("bert.encoder.layer."):
+            lowest = min(lowest, int(name.split(".")[3]))
+        elif not name.startswith("cls."):
+            raise ValueError(f"neural: cannot micro-tune parameter {name!r} (not in the encoder, its embeddings or the head)")
+    return lowest
+
+
+def micro_tune_reference(masked_lm: MaskedLM, inputs: TextInputs, options: NeuralOptions, seed: int) -> list[torch.Tensor]:
+    """Micro-tune one text with the real modules and ``torch.optim.AdamW``; returns each layer's weight change.
+
+    Frozen blocks below the lowest tuned one run once (Appendix B); every epoch runs the remaining
+    blocks and the head over all positions (logits everywhere, as the reference implementation does).
+    The tuned parameters are restored to their original values afterwards.
+    """
+    model = masked_lm.model
+    parameters = check_parameters(model, options.params)
+    originals = {name: parameter.detach().clone() for name, parameter in parameters.items()}
+    lowest = _lowest_tuned_block(options.params, masked_lm.num_layers)
+    with torch.random.fork_rng(devices=[]):  # a per-text seed without disturbing the caller's random state
+        torch.manual_seed(seed)
+        try:
+            return _reference_steps(model, parameters, originals, lowest, masked_lm.num_layers, inputs, options)
+        finally:
+            with torch.no_grad():
+                for name, parameter in parameters.items():
+                    parameter.copy_(originals[name])
+                    parameter.requires_grad_(False)
+                    parameter.grad = None
+
+
+def _reference_steps(
+    model: torch.nn.Module,
+    parameters: dict[str, torch.nn.Parameter],
+    originals: dict[str, torch.Tensor],
+    lowest: int,
+    num_layers: int,
+    inputs: TextInputs,
+    options: NeuralOptions,
+) -> list[torch.Tensor]:
+    """The AdamW steps of :func:`micro_tune_reference`; leaves the tuned parameters changed."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    for parameter in parameters.values():
+        parameter.requires_grad_(True)
+    optimizer = torch.optim.AdamW(list(parameters.values()), lr=options.learning_rate)
+    labels = inputs.labels
+    with torch.no_grad():
+        if lowest >= 0:
+            outputs = model.bert(input_ids=inputs.input_ids, attention_mask=inputs.attention_mask, output_hidden_states=True)
+            frozen = outputs.hidden_states[lowest]
+            embeds = outputs.hidden_states[0]
+    mask = None
+    if 0 <= lowest < num_layers:
+        mask = create_bidirectional_mask(config=model.config, inputs_embeds=embeds, attention_mask=inputs.attention_mask)
+    for _ in range(options.epochs):
+        if lowest < 0:
+            hidden = model.bert(input_ids=inputs.input_ids, attention_mask=inputs.attention_mask).last_hidden_state
+        else:
+            hidden = frozen
+            for block in model.bert.encoder.layer[lowest:]:
+                hidden = block(hidden, attention_mask=mask)
+                hidden = hidden[0] if isinstance(hidden, tuple) else hidden
+        logits = model.cls(hidden)
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=IGNORE_LABEL)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return [(parameters[name].detach() - originals[name]).clone() for name in options.params]

@@ -1,0 +1,102 @@
+"""What is read off a micro-tuning run: Eq. 1's neural embedding and Appendix G's hidden-layer variants.
+
+* ``neural`` (§2, Eq. 1): each tuned layer's weight change normalised, concatenated, normalised again.
+* Appendix G: the last block's output for the unmasked text, as its ``[CLS]`` state (``cls``) or token
+  average (``avg``); of the original model (``cls``, ``avg``: no micro-tuning needed), of the tuned one
+  (``*-tuned``), or their difference (``*-diff``). They need the last block tuned (``params=block``).
+
+One batched run that tunes the last block yields all seven at once (:func:`shared_run_variants`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from embedlab.neural.batched import BatchedTop, FrozenFeatures, batched_supported
+from embedlab.neural.options import NeuralOptions, tunes_last_block
+
+VARIANTS = ("neural", "cls", "avg", "cls-tuned", "avg-tuned", "cls-diff", "avg-diff")
+UNTUNED_VARIANTS = ("cls", "avg")  # the original model's outputs: no micro-tuning needed
+
+
+def weight_change_embedding(changes: Sequence[torch.Tensor], where: str = "") -> torch.Tensor:
+    """Eq. 1: each layer's weight change normalised, concatenated, and the result normalised."""
+    parts = []
+    for change in changes:
+        norm = change.norm()
+        if not torch.isfinite(norm) or float(norm) == 0.0:
+            raise ValueError(f"{where}: micro-tuning left a tuned layer unchanged (norm {float(norm)}); cannot normalise")
+        parts.append(change / norm)
+    joined = torch.cat(parts)
+    return joined / joined.norm()
+
+
+def check_variants(variants: Sequence[str], options: NeuralOptions, num_layers: int) -> None:
+    """Raise unless every name is a variant and the tuned ones can be read off a run with ``options``."""
+    for variant in variants:
+        if variant not in VARIANTS:
+            raise ValueError(f"neural: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    reading_tuned_block = [variant for variant in variants if variant != "neural" and variant not in UNTUNED_VARIANTS]
+    if reading_tuned_block and not tunes_last_block(options.params, num_layers):
+        raise ValueError(
+            f"neural: variant {reading_tuned_block[0]!r} reads the last block's output, so params must tune the last block (e.g. params=block)"
+        )
+
+
+def hidden_variants(top: BatchedTop, frozen: FrozenFeatures, index: int, variants: Sequence[str]) -> dict[str, torch.Tensor]:
+    """Appendix G: last-block output of the unmasked text ([CLS] or token average), original/tuned/difference.
+
+    Chunks of a long text: the [CLS] vectors are averaged over chunks; the token average runs over all
+    tokens ([CLS]/[SEP] included, as sentence-transformers' mean pooling) of all chunks. The chunks'
+    original and tuned states are computed once and shared by all requested variants.
+    """
+    features = frozen.plain[index]
+    mask = frozen.plain_mask[index]
+    owner = torch.full(features.shape[:1], index, dtype=torch.long)
+    chunk_states: dict[bool, list[torch.Tensor]] = {}
+
+    def states_of(tuned: bool) -> list[torch.Tensor]:
+        if tuned not in chunk_states:
+            outputs = []
+            for row in range(features.shape[0]):
+                tokens = features[row][mask[row]]
+                if tuned:
+                    outputs.append(top.block_output(tokens, owner[row].expand(tokens.shape[0])))
+                else:
+                    outputs.append(top.original_block_output(tokens))
+            chunk_states[tuned] = outputs
+        return chunk_states[tuned]
+
+    def pooled(kind: str, tuned: bool) -> torch.Tensor:
+        outputs = states_of(tuned)
+        if kind == "cls":
+            return torch.stack([states[0] for states in outputs]).mean(dim=0)
+        return torch.cat(outputs).mean(dim=0)
+
+    result: dict[str, torch.Tensor] = {}
+    with torch.no_grad():
+        for variant in variants:
+            kind, _, stage = variant.partition("-")
+            if stage == "":
+                result[variant] = pooled(kind, False)
+            elif stage == "tuned":
+                result[variant] = pooled(kind, True)
+            else:
+                result[variant] = pooled(kind, True) - pooled(kind, False)
+    return result
+
+
+def shared_run_variants(options: NeuralOptions, num_layers: int) -> tuple[str, ...]:
+    """Variants one batched micro-tuning run with ``options`` yields besides its own (Appendix G).
+
+    When the last block is tuned, the neural embedding and all six hidden-layer variants come from the same
+    tuned weights, so one run gives all seven; ``cls`` and ``avg`` need no tuning and give each other;
+    otherwise only the requested variant.
+    """
+    if options.variant in UNTUNED_VARIANTS:  # no micro-tuning run to share beyond the other untuned one
+        return UNTUNED_VARIANTS
+    if batched_supported(options.params, num_layers) and tunes_last_block(options.params, num_layers):
+        return VARIANTS
+    return (options.variant,)

@@ -1,0 +1,69 @@
+"""Tests of embedlab.neural.batched: row-wise AdamW and the batched path equal to the per-text reference (Appendix B)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from embedlab.neural.batched import BatchedAdamW
+from embedlab.neural.family import embed_texts
+from embedlab.neural.options import NeuralOptions, resolve_parameter_names
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def test_batched_adamw_equals_torch_adamw_per_row() -> None:
+    generator = torch.Generator().manual_seed(0)
+    start = torch.randn(3, 5, generator=generator)
+    grads = [torch.randn(3, 5, generator=generator) for _ in range(6)]
+    rows = [torch.nn.Parameter(start[index].clone()) for index in range(3)]
+    reference = torch.optim.AdamW(rows, lr=1e-2)
+    batched = start.clone()
+    optimizer = BatchedAdamW([batched], lr=1e-2)
+    for grad in grads:
+        for index, row in enumerate(rows):
+            row.grad = grad[index].clone()
+        reference.step()
+        optimizer.step([grad])
+    assert torch.equal(torch.stack([row.detach() for row in rows]), batched)
+
+
+@pytest.mark.parametrize("preset", ["head", "block"])
+def test_batched_path_equals_per_text_reference(masked_minilm, sentences, preset: str) -> None:
+    # 4 epochs keep the test short; the two paths follow the same steps whatever the epoch count
+    options = NeuralOptions(tuple(resolve_parameter_names(preset, masked_minilm.num_layers)), epochs=4)
+    reference = embed_texts(masked_minilm, sentences[:2], options, path="reference")
+    batched = embed_texts(masked_minilm, sentences[:2], options, path="batched")
+    assert (cosine(reference, batched) >= 0.999).all()
+
+
+def test_width_norm_reruns_and_batch_composition(masked_minilm, sentences) -> None:
+    options = NeuralOptions(tuple(resolve_parameter_names("head", masked_minilm.num_layers)), epochs=4)
+    together = embed_texts(masked_minilm, sentences, options)
+    assert together.shape == (3, 3 * 384) and together.dtype == np.float32
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    again = embed_texts(masked_minilm, sentences, options)
+    assert np.array_equal(together, again)
+    alone = embed_texts(masked_minilm, sentences[1:2], options)
+    reordered = embed_texts(masked_minilm, [sentences[2], sentences[1]], options)
+    assert np.allclose(alone[0], together[1], atol=1e-6)
+    assert np.allclose(reordered[1], together[1], atol=1e-6)
+    # different texts differ
+    assert cosine(together[:1], together[1:2])[0] < 0.99
+
+
+def test_long_text_is_micro_tuned_over_its_chunks_on_both_paths(masked_minilm, sentences) -> None:
+    short = dataclasses.replace(masked_minilm, max_length=16)  # 14 text tokens per chunk: three chunks
+    text = " ".join(sentences)
+    options = NeuralOptions(tuple(resolve_parameter_names("head", short.num_layers)), epochs=3)
+    batched = embed_texts(short, [text], options)
+    reference = embed_texts(short, [text], options, path="reference")
+    assert (cosine(batched, reference) >= 0.999).all()
+    # the embedding of the whole text is not that of any one chunk alone
+    first = embed_texts(short, [sentences[0]], options)
+    assert cosine(batched, first)[0] < 0.999
