@@ -10,7 +10,7 @@ import pytest
 from alignsim_helpers import JaccardPairwise, StandInResultsDB, load_minilm
 
 from embedlab.cli.alignsim import add_cli, run_cli
-from embedlab.results.records import RECORD_KEYS
+from embedlab.evaluation.records import RECORD_KEYS
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:

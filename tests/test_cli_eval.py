@@ -12,7 +12,7 @@ from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture
 
 from embedlab.cli import evaluate as cli_eval
 from embedlab.evaluation import evaluate, parse_tasks
-from embedlab.results.records import RECORD_KEYS
+from embedlab.evaluation.records import RECORD_KEYS
 from embedlab.results.database import ResultsDB
 
 

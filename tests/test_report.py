@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 from embedlab.results.report import headline_records, html_report, markdown_table, summary_records, text_table
 
 

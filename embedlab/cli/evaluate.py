@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from embedlab.results.records import RECORD_KEYS, Record
+from embedlab.evaluation.records import RECORD_KEYS, Record
 
 FORMATS = ("table", "json", "markdown")
 

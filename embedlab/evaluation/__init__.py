@@ -35,7 +35,7 @@ from embedlab.evaluation.geometry import AlignmentTask, IsotropyTask
 from embedlab.evaluation.pairs import PairsTask
 from embedlab.evaluation.sts import STS_DATASETS, STSTask
 from embedlab.evaluation.triplets import TripletsTask
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 __all__ = ["Task", "Method", "NotApplicableError", "TASK_FAMILIES", "DEFAULT_DATASETS", "QUICK", "parse_tasks",
            "evaluate", "EvaluationRun", "encode_texts", "pair_scores"]

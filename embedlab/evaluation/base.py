@@ -22,7 +22,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from embedlab.runtime import atomic_write_bytes, cache_dir
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 
 @runtime_checkable

@@ -27,7 +27,7 @@ from sklearn.model_selection import StratifiedKFold
 from embedlab.data import datasets
 from embedlab.data.datasets import LabelledPairs, LabelledTexts
 from embedlab.evaluation.base import Method, Task, encode_unique, solver_threads
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 INNER_REGS = [2.0 ** t for t in range(-2, 4)]  # SentEval InnerKFoldClassifier / SplitClassifier
 KFOLD_REGS = [2.0 ** t for t in range(-1, 6)]  # SentEval KFoldClassifier

@@ -12,7 +12,7 @@ from sklearn.cluster import KMeans
 from embedlab.data import datasets
 from embedlab.data.datasets import LabelledTexts
 from embedlab.evaluation.base import Method, Task, encode_texts, solver_threads
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 
 def matched_accuracy(labels: np.ndarray, clusters: np.ndarray) -> float:

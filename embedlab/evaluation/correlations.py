@@ -13,7 +13,7 @@ import numpy as np
 from embedlab.data import datasets
 from embedlab.evaluation.base import Method, Task, pair_scores
 from embedlab.evaluation.sts import correlations
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 CORRELATION_DATASETS = ("stsb", "summeval")
 

@@ -20,7 +20,7 @@ from scipy.special import logsumexp
 
 from embedlab.data import datasets
 from embedlab.evaluation.base import Method, Task, encode_texts, encode_unique, unique_texts, unit_rows
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 
 def isoscore(points: np.ndarray) -> float:

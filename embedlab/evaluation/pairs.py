@@ -15,7 +15,7 @@ import numpy as np
 from embedlab.data import datasets
 from embedlab.data.datasets import SimilarPairs
 from embedlab.evaluation.base import Method, Task, pair_scores
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 
 @dataclass(frozen=True)

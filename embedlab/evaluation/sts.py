@@ -14,7 +14,7 @@ from scipy import stats
 from embedlab.data import datasets
 from embedlab.data.datasets import ScoredPairs
 from embedlab.evaluation.base import Method, Task, encode_unique, pair_scores, unit_rows
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 
 def correlations(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:

@@ -21,7 +21,7 @@ import numpy as np
 from embedlab.data import datasets
 from embedlab.data.datasets import GroupedTexts
 from embedlab.evaluation.base import Method, Task, encode_texts, unit_rows
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 _BLOCK = 256  # anchors per matrix product: bounds memory at 256 × n float64
 

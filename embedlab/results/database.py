@@ -1,6 +1,6 @@
 """SQLite results database: every evaluation record with its provenance (issue 3, "Results database").
 
-Each stored row is one :class:`~embedlab.results.records.Record` plus the model fingerprint, the code version
+Each stored row is one :class:`~embedlab.evaluation.records.Record` plus the model fingerprint, the code version
 (``embedlab.__version__`` and the git commit when known), the seed, the time and optional extra JSON.
 A (method, task, dataset) that already has rows counts as finished: evaluators check :meth:`ResultsDB.has`
 and reuse the stored records unless forced, so an interrupted multi-task run resumes where it stopped.
@@ -9,7 +9,6 @@ Re-adding records for the same (method, task, dataset, subset, metric) replaces 
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sqlite3
@@ -19,7 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import embedlab
-from embedlab.results.records import Record
+from embedlab import runtime
+from embedlab.evaluation.records import Record
 
 DEFAULT_FILE = "embedlab_results.sqlite"
 
@@ -43,7 +43,7 @@ CREATE INDEX IF NOT EXISTS results_by_task ON results (task, dataset);
 """
 
 
-@functools.lru_cache(maxsize=1)
+@runtime.cached("results.code_version", maxsize=1)
 def code_version() -> str:
     """``embedlab.__version__`` plus the short git commit of the source tree (with ``+dirty`` when modified)."""
     version = embedlab.__version__
@@ -91,7 +91,7 @@ class ResultsDB:
         rows = []
         for index, record in enumerate(records):
             if not isinstance(record, Record):
-                raise TypeError(f"record {index} is a {type(record).__name__}, not an embedlab.results.records.Record")
+                raise TypeError(f"record {index} is a {type(record).__name__}, not an embedlab.evaluation.records.Record")
             value = float(record.value)
             rows.append((record.method, record.task, record.dataset, record.subset, record.metric, value,
                          int(record.n), str(fingerprint), version, int(seed), now, extra_text))

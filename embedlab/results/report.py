@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 # The headline metric of each task family (plotted; listed first).
 MAIN_METRIC = {

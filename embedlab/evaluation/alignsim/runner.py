@@ -24,7 +24,7 @@ import numpy as np
 from embedlab.evaluation.alignsim import metrics
 from embedlab.evaluation.alignsim.perturb import N_VALUES, PerturbationSet
 from embedlab.evaluation.alignsim.sources import PARAPHRASE_DATASETS
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 TASK = "alignsim"
 CRITERIA = (1, 2, 3, 4, 5)
