@@ -108,6 +108,18 @@ class ResultsDB:
             ).fetchone()
         return row is not None
 
+    def settings(self, method: str, task: str, dataset: str) -> dict | None:
+        """The task settings a stored (method, task, dataset) was computed with (``{}``: the task's defaults),
+        or None when nothing is stored. Eq. 3 intersection rows (subset ``vs …``) carry no settings."""
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT extra FROM results WHERE method = ? AND task = ? AND dataset = ? AND subset NOT LIKE 'vs %' "
+                "LIMIT 1", (method, task, dataset)
+            ).fetchone()
+        if row is None:
+            return None
+        return (json.loads(row[0]) if row[0] else {}).get("settings", {})
+
     def _select(self, columns: str, method: str | None, task: str | None, dataset: str | None) -> list[tuple]:
         clauses, arguments = [], []
         for column, value in (("method", method), ("task", task), ("dataset", dataset)):
