@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import FakeMethod, isolated_eval_cache, minilm_method  # noqa: F401 (fixtures)
+from fakes import FakeMethod, minilm_method  # noqa: F401 (fixture)
 
 from embedlab.data.datasets import ScoredPairs
 from embedlab.evaluation import sts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
+from fakes import FakeMethod
 
 from embedlab.data.datasets import GroupedTexts, grouped, triplets_mrpc, triplets_sts, triplets_text_summ_g
 from embedlab.evaluation.base import NotApplicableError
