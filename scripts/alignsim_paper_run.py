@@ -1,5 +1,6 @@
 """Paper check for ALIGN-SIM (docs/alignsim.md): run the criteria for given method specs at paper-like
-sizes and save each method's result (records + per-item margins) so one report can combine them.
+sizes through the evaluation harness and save each method's result (records + per-item margins) so one
+report can combine them.
 
     nice -n 10 python scripts/alignsim_paper_run.py --out benchmarks/alignsim st:minilm minilm
     python scripts/alignsim_paper_run.py --out benchmarks/alignsim --report-only
@@ -16,10 +17,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import embedlab  # noqa: E402
-from embedlab.evaluation.alignsim.perturb import PerturbationSet, SamplingConfig, build_perturbation_set  # noqa: E402
-from embedlab.results.alignsim_report import write_report  # noqa: E402
-from embedlab.evaluation.alignsim.runner import MethodResult, run_method  # noqa: E402
+from embedlab.evaluation import evaluate  # noqa: E402
+from embedlab.evaluation.alignsim.perturb import SamplingConfig  # noqa: E402
 from embedlab.evaluation.alignsim.sources import ALL_DATASETS  # noqa: E402
+from embedlab.evaluation.alignsim.task import AlignSimSetup, MethodResult  # noqa: E402
+from embedlab.results.alignsim_report import write_report  # noqa: E402
 
 
 def main() -> int:
@@ -32,27 +34,21 @@ def main() -> int:
     parser.add_argument("--triplets", type=int, default=1000)
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
-    config = SamplingConfig(args.seed, args.pairs_per_label, args.sentences, args.triplets, None)
     folder = args.out / "perturbations"
-    sets = {}
+    setup = AlignSimSetup(sampling=SamplingConfig(args.seed, args.pairs_per_label, args.sentences, args.triplets, None),
+                          batch_size=64, folder=folder)
     for dataset in ALL_DATASETS:
-        try:
-            loaded = PerturbationSet.load(folder, dataset)
-            if loaded.config == config:
-                sets[dataset] = loaded
-                continue
-        except FileNotFoundError:
-            pass
-        if args.report_only:
+        if args.report_only and not (folder / f"{dataset}.summary.json").exists():
             raise SystemExit(f"no perturbation set for {dataset} under {folder}")
         started = time.time()
-        sets[dataset] = build_perturbation_set(dataset, config)
-        sets[dataset].save(folder)
-        print(f"{dataset}: built in {time.time() - started:.0f}s {sets[dataset].skipped}", flush=True)
+        built = setup.perturbations(dataset)  # read from the folder when its sampling matches
+        print(f"{dataset}: ready in {time.time() - started:.0f}s {built.skipped}", flush=True)
+    tasks = setup.tasks()
     for spec in args.specs:
         started = time.time()
-        result = run_method(embedlab.load(spec), sets, {1, 2, 3, 4, 5}, batch_size=64, show_progress_bar=False)
-        result.save(args.out / "results")
+        method = embedlab.load(spec)
+        run = evaluate([method], tasks, log=lambda message: None)
+        MethodResult.collect(method, run.records, tasks).save(args.out / "results")
         print(f"{spec}: scored in {time.time() - started:.0f}s", flush=True)
     results = [MethodResult.load(path) for path in sorted((args.out / "results").glob("*.json"))]
     summaries = {d: json.loads((folder / f"{d}.summary.json").read_text()) for d in ALL_DATASETS}

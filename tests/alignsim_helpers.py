@@ -1,5 +1,5 @@
-"""Shared fixtures' helpers for the ALIGN-SIM tests: the real minilm model on small slices, a pairwise
-stand-in with a similarity we can recompute by hand, and a stand-in results database."""
+"""Shared helpers for the ALIGN-SIM tests: the real minilm model on small slices, a recorder of its encode
+calls, and a pairwise stand-in with a similarity we can recompute by hand."""
 
 from __future__ import annotations
 
@@ -47,23 +47,3 @@ class JaccardPairwise:
     def similarity(self, pairs, batch_size=32, show_progress_bar=None):
         self.calls.append(list(pairs))
         return np.array([jaccard(a, b) for a, b in pairs], dtype=np.float32)
-
-
-class StandInResultsDB:
-    """The ResultsDB API (add/has/records) in memory, for tests until embedlab.results.database is on main."""
-
-    def __init__(self) -> None:
-        self.rows = []
-
-    def add(self, records, *, fingerprint: str, seed: int = 0, extra=None) -> None:
-        self.rows += [(record, fingerprint, seed) for record in records]
-
-    def has(self, method: str, task: str, dataset: str) -> bool:
-        return any((r.method, r.task, r.dataset) == (method, task, dataset) for r, _, _ in self.rows)
-
-    def records(self, method=None, task=None, dataset=None):
-        return [
-            r
-            for r, _, _ in self.rows
-            if (method is None or r.method == method) and (task is None or r.task == task) and (dataset is None or r.dataset == dataset)
-        ]

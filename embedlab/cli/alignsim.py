@@ -2,9 +2,11 @@
 
     embedlab alignsim st:minilm minilm --criteria 1,2,3,4,5 --datasets qqp,paws,mrpc,afin
 
-builds the seeded perturbation sets (saved as JSON lines under ``--out``/perturbations), scores each
-method, stores the records in the results database and writes ``--out``/report.md with the tables
-and ε-histograms. ``--format json`` prints one record per line instead of the tables.
+builds the seeded perturbation sets (saved as JSON lines under ``--out``/perturbations; reused there
+when the sampling matches), scores each method through the evaluation harness (the ``alignsim`` task:
+results database, reuse of stored results unless ``--force``, encoding cache) and writes
+``--out``/report.md with the tables and ε-histograms. ``--format json`` prints one record per line
+instead of the tables.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ import json
 import sys
 from pathlib import Path
 
+import embedlab
+from embedlab.evaluation import evaluate
 from embedlab.evaluation.alignsim import metrics
-from embedlab.evaluation.alignsim.perturb import SamplingConfig, build_perturbation_set
+from embedlab.evaluation.alignsim.perturb import SamplingConfig
+from embedlab.evaluation.alignsim.sources import ALL_DATASETS
+from embedlab.evaluation.alignsim.task import CRITERIA, AlignSimSetup, MethodResult
 from embedlab.results.alignsim_report import tables, write_report
-from embedlab.evaluation.alignsim.runner import CRITERIA, run_method
-from embedlab.evaluation.alignsim.sources import ALL_DATASETS, PARAPHRASE_DATASETS
+from embedlab.results.database import ResultsDB
 
 
 def _int_list(text: str) -> list[int]:
@@ -70,78 +75,52 @@ def add_cli(subparsers) -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--out", type=Path, default=Path("alignsim_report"), help="report folder (default ./alignsim_report)")
     parser.add_argument("--db", type=Path, default=None, help="results database (default: the ResultsDB default path)")
-    parser.add_argument("--no-db", action="store_true", help="do not write records to the results database")
+    parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
+    parser.add_argument("--force", action="store_true", help="recompute results already in the database")
     parser.add_argument("--no-paper", action="store_true", help="leave the paper's SBERT rows out of the tables")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.set_defaults(handler=run_cli)
 
 
 def _load_method(spec: str):
-    import embedlab
-
     return embedlab.load(spec)
 
 
-def _open_db(path: Path | None):
-    from embedlab.results.database import ResultsDB
-
-    return ResultsDB(path) if path is not None else ResultsDB()
+def _open_db(path: Path | None) -> ResultsDB:
+    return ResultsDB(path)
 
 
 def run_cli(args: argparse.Namespace, load_method=_load_method, open_db=_open_db) -> int:
-    config = SamplingConfig(
-        seed=args.seed,
-        pairs_per_label=args.pairs_per_label,
-        sentences=args.sentences,
-        triplets=args.triplets,
-        afin_pairs=args.afin_pairs,
+    setup = AlignSimSetup(
+        criteria=tuple(args.criteria),
+        datasets=tuple(args.datasets),
+        sampling=SamplingConfig(seed=args.seed, pairs_per_label=args.pairs_per_label, sentences=args.sentences,
+                                triplets=args.triplets, afin_pairs=args.afin_pairs),
+        cosine_epsilons=args.sim_epsilons,
+        ned_epsilons=args.ned_epsilons,
+        batch_size=args.batch_size,
+        folder=args.out / "perturbations",
     )
-    criteria = set(args.criteria)
-    datasets = list(args.datasets)
-    # α/β (criteria 2, 4) need random pairs from all three paraphrase sets, even ones not asked for
-    needed = list(datasets)
-    if criteria & {2, 4}:
-        needed += [d for d in PARAPHRASE_DATASETS if d not in needed]
-    sets, summaries = {}, {}
-    perturbation_folder = args.out / "perturbations"
-    for dataset in needed:
-        kinds = {f"c{c}" for c in criteria} if dataset in datasets else set()
-        if dataset in PARAPHRASE_DATASETS and criteria & {2, 4}:
-            kinds.add("c1")
-        if dataset == "afin":
-            kinds &= {"c4"}
-        else:
-            kinds -= {"c4"}
-        if not kinds:
-            continue
-        perturbations = build_perturbation_set(dataset, config, kinds)
-        perturbations.save(perturbation_folder)
-        sets[dataset] = perturbations
-        summaries[dataset] = json.loads((perturbation_folder / f"{dataset}.summary.json").read_text(encoding="utf-8"))
-        print(f"alignsim: {dataset}: {summaries[dataset]['counts']} skipped {summaries[dataset]['skipped']}", file=sys.stderr)
-    if not sets:
+    tasks = setup.tasks()
+    if not tasks:
         print("alignsim: nothing to run: none of the requested criteria applies to the requested datasets", file=sys.stderr)
         return 2
-
+    summaries = {}
+    for dataset in setup.scored_datasets():  # α/β (criteria 2, 4) need random pairs of all three paraphrase sets
+        setup.perturbations(dataset)
+        summaries[dataset] = json.loads((setup.folder / f"{dataset}.summary.json").read_text(encoding="utf-8"))
+        print(f"alignsim: {dataset}: {summaries[dataset]['counts']} skipped {summaries[dataset]['skipped']}", file=sys.stderr)
+    methods = [load_method(spec) for spec in args.specs]
     database = None if args.no_db else open_db(args.db)
-    results = []
-    for spec in args.specs:
-        method = load_method(spec)
-        result = run_method(
-            method, sets, criteria, args.sim_epsilons, args.ned_epsilons, batch_size=args.batch_size
-        )
-        # records of datasets scored only for α/β are not reported under their name
-        result.records = [r for r in result.records if r.dataset in datasets or r.dataset == "all"]
-        result.margins = {k: v for k, v in result.margins.items() if k[0] in datasets}
-        results.append(result)
-        if database is not None:
-            database.add(result.records, fingerprint=str(getattr(method, "fingerprint", "")), seed=args.seed)
-    report = write_report(results, args.out, datasets, summaries, paper=not args.no_paper)
+    run = evaluate(methods, tasks, db=database, force=args.force, seed=args.seed,
+                   log=lambda message: print(f"alignsim: {message}", file=sys.stderr, flush=True))
+    results = [MethodResult.collect(method, run.records, tasks) for method in methods]
+    report = write_report(results, args.out, list(args.datasets), summaries, paper=not args.no_paper)
     if args.format == "json":
         for result in results:
             for record in result.records:
                 print(json.dumps(record.as_dict()))
     else:
-        print("\n".join(tables(results, datasets, paper=not args.no_paper)))
+        print("\n".join(tables(results, list(args.datasets), paper=not args.no_paper)))
         print(f"report: {report}")
     return 0

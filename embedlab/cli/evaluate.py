@@ -14,23 +14,23 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from embedlab.results.records import RECORD_KEYS, Record
+import embedlab
+
+if TYPE_CHECKING:  # importing the harness costs seconds: only the commands that run it do
+    from embedlab.evaluation.records import Record
 
 FORMATS = ("table", "json", "markdown")
 
 
 def load_method(spec: str):
-    """The method of a spec string, through the foundation's ``embedlab.load``."""
-    import embedlab
-
-    loader = getattr(embedlab, "load", None)
-    if loader is None:
-        raise RuntimeError("embedlab.load is not available in this installation (the method layer is missing)")
-    return loader(spec)
+    """The method of a spec string (tests replace this to evaluate stand-in methods)."""
+    return embedlab.load(spec)
 
 
 def print_records(records: Sequence[Record], output_format: str, stream=None) -> None:
+    from embedlab.evaluation.records import RECORD_KEYS
     from embedlab.results.report import markdown_table, text_table
 
     stream = stream or sys.stdout
@@ -90,7 +90,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def _shape(records: list[Record], args: argparse.Namespace) -> list[Record]:
-    from embedlab.results.report import headline_records, summary_records
+    from embedlab.results.summaries import headline_records, summary_records
 
     if getattr(args, "summary", False):
         return headline_records(records) + summary_records(records)
@@ -130,14 +130,15 @@ def add_cli(subparsers) -> None:
     """Register ``eval``, ``results`` and ``report`` on an argparse subparsers object."""
     evaluate_parser = subparsers.add_parser(
         "eval", help="evaluate embedding methods on the harness's tasks",
-        description="Evaluate one or more method specs. Tasks: sts, pairs, triplets, correlations, clustering, "
-                    "classification, isotropy, alignment; 'family:dataset' picks one dataset, 'family:@FILE' a user "
-                    "file; 'all' runs everything, 'quick' a few minutes' selection.")
+        description="Evaluate one or more method specs on task families (docs/evaluation.md; an unknown name "
+                    "lists them): 'family' runs its default datasets, 'family:dataset' one dataset, 'family:@FILE' "
+                    "a user file; 'all' runs everything, 'quick' a few minutes' selection.")
     evaluate_parser.add_argument("specs", nargs="+", metavar="SPEC", help="method spec, e.g. minilm or st:minilm")
     evaluate_parser.add_argument("--tasks", default="quick", help="comma-separated task selection (default: quick)")
     evaluate_parser.add_argument("--force", action="store_true", help="recompute results already in the database")
     evaluate_parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
-    evaluate_parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (k-means, CV folds)")
+    evaluate_parser.add_argument("--seed", type=int, default=0,
+                                 help="seed of every random choice (k-means, CV folds, ALIGN-SIM samples)")
     evaluate_parser.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
                                  help="MRPC/SICK-E classifier features: senteval [|u-v|, u*v] or full [u, v, |u-v|, u*v]")
     evaluate_parser.add_argument("--groups-per-line", action="store_true",
@@ -162,14 +163,3 @@ def add_cli(subparsers) -> None:
     _common(report_parser, with_format=False)
     report_parser.set_defaults(handler=run_report)
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m embedlab.cli.evaluate``) until the lead's CLI registers these commands."""
-    parser = argparse.ArgumentParser(prog="embedlab")
-    add_cli(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.handler(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

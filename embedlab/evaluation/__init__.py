@@ -1,20 +1,8 @@
 """The evaluation harness: one :class:`Task` interface, one module per evaluation of the four papers.
 
-Task families and their datasets (``--tasks`` of ``embedlab eval``):
-
-==============  ==================================================================  =========================
-family          datasets                                                            source
-==============  ==================================================================  =========================
-sts             sts12 … sts16 (per subset, "all", mean), stsb, sick-r                 paper 2 §3.5.2
-pairs           mrpc, sts (also paws, qqp)                                          seed 0 §3.3
-triplets        mrpc, sts, summ-g, summ-r, text-summ-g, text-summ-r                 seed 0 §3.2
-correlations    stsb, summeval                                                      seed 0 §3.4
-clustering      agnews, biomedical, googlenews_ts, searchsnippets, stackoverflow,   paper 2 §3.5.1
-                tweet
-classification  mr, cr, subj, mpqa, sst2, trec, mrpc, sst5, sick-e                  paper 2 §3.5.3, ALIGN-SIM
-isotropy        wikitext2                                                           paper 2 §3.5.4
-alignment       stsb                                                                paper 2 §3.5.5
-==============  ==================================================================  =========================
+Every task class declares its datasets, options, headline metric and metric descriptions
+(:mod:`embedlab.evaluation.base`); :data:`TASKS` lists them, and everything else here (the family
+table, the default datasets, building tasks from a selection) is read from those declarations.
 
 A task selection is a comma-separated list of families (all their default datasets), ``family:dataset``
 items, ``family:@path`` for a user file, ``all``, or ``quick`` (a few minutes on two CPU cores).
@@ -25,65 +13,50 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from embedlab.evaluation.base import Method, NotApplicableError, Task, encode_texts, pair_scores
-from embedlab.evaluation.classification import CLASSIFICATION_SETS, ClassificationTask
+from embedlab.evaluation.alignsim.task import AlignSimTask
+from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task
+from embedlab.evaluation.classification import ClassificationTask
 from embedlab.evaluation.clustering import ClusteringTask
-from embedlab.evaluation.correlations import CORRELATION_DATASETS, CorrelationsTask
+from embedlab.evaluation.correlations import CorrelationsTask
 from embedlab.evaluation.geometry import AlignmentTask, IsotropyTask
 from embedlab.evaluation.pairs import PairsTask
-from embedlab.evaluation.sts import STS_DATASETS, STSTask
+from embedlab.evaluation.records import Record
+from embedlab.evaluation.sts import STSTask
 from embedlab.evaluation.triplets import TripletsTask
-from embedlab.results.records import Record
 
-__all__ = ["Task", "Method", "NotApplicableError", "TASK_FAMILIES", "DEFAULT_DATASETS", "QUICK", "parse_tasks",
-           "evaluate", "EvaluationRun", "encode_texts", "pair_scores"]
+__all__ = ["Task", "Method", "Metric", "NotApplicableError", "TASKS", "TASK_FAMILIES", "DEFAULT_DATASETS", "QUICK",
+           "parse_tasks", "metric_of", "headline_of", "evaluate", "EvaluationRun"]
 
-TASK_FAMILIES: dict[str, type[Task]] = {
-    "sts": STSTask, "pairs": PairsTask, "triplets": TripletsTask, "correlations": CorrelationsTask,
-    "clustering": ClusteringTask, "classification": ClassificationTask, "isotropy": IsotropyTask,
-    "alignment": AlignmentTask,
-}
-DEFAULT_DATASETS: dict[str, tuple[str, ...]] = {
-    "sts": STS_DATASETS,
-    "pairs": ("mrpc", "sts"),
-    "triplets": ("mrpc", "sts", "summ-g", "summ-r", "text-summ-g", "text-summ-r"),
-    "correlations": CORRELATION_DATASETS,
-    "clustering": ("agnews", "biomedical", "googlenews_ts", "searchsnippets", "stackoverflow", "tweet"),
-    "classification": CLASSIFICATION_SETS,
-    "isotropy": ("wikitext2",),
-    "alignment": ("stsb",),
-}
+# The one list of task families, in the order tables list them. A new task: a module and one line here.
+TASKS: tuple[type[Task], ...] = (
+    STSTask, PairsTask, TripletsTask, CorrelationsTask, ClusteringTask, ClassificationTask, IsotropyTask,
+    AlignmentTask, AlignSimTask,
+)
+TASK_FAMILIES: dict[str, type[Task]] = {task.name: task for task in TASKS}
+DEFAULT_DATASETS: dict[str, tuple[str, ...]] = {task.name: task.datasets for task in TASKS}
 # The README's main job: every family on a small dataset, minutes on two CPU cores.
 # About 11,000 distinct texts to encode (STS-B test, tweet, TREC); the rest reuses those encodings.
 QUICK = ("sts:stsb", "pairs:sts", "triplets:sts", "correlations:stsb", "clustering:tweet", "classification:trec")
 
 
-def _make(family: str, dataset: str, options: dict) -> Task:
-    cls = TASK_FAMILIES[family]
-    keywords = {}
-    if family in ("clustering", "classification"):
-        keywords["seed"] = options.get("seed", 0)
-    if family == "classification" and "pair_features" in options:
-        keywords["pair_features"] = options["pair_features"]
-    if dataset.startswith("@"):
-        path = dataset[1:]
-        if family not in ("sts", "pairs", "triplets", "correlations", "clustering", "classification"):
-            raise ValueError(f"task {family} does not take a user file ({dataset})")
-        if not Path(path).expanduser().is_file():
-            raise FileNotFoundError(f"data file not found: {Path(path).expanduser().resolve()} (given in --tasks as {family}:{dataset})")
-        if family == "triplets":
-            keywords["layout"] = options.get("layout", "column")
-        return cls(Path(path).stem, path=path, **keywords)
-    return cls(dataset, **keywords)
+def metric_of(task: str, metric: str) -> Metric:
+    """What ``metric`` of task family ``task`` means and which direction is better (reports read this)."""
+    family = TASK_FAMILIES.get(task)
+    return family.metric(metric) if family is not None else Task.metric(metric)
+
+
+def headline_of(task: str, dataset: str) -> str | None:
+    """The headline metric of ``task`` on ``dataset`` (None for a task family this version does not know)."""
+    family = TASK_FAMILIES.get(task)
+    return family.headline_of(dataset) if family is not None else None
 
 
 def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
     """Tasks from a selection such as ``"sts,pairs:mrpc,triplets:@groups.tsv"``, ``"all"`` or ``"quick"``.
 
-    ``options``: ``seed`` (clustering, classification), ``pair_features`` (classification), ``layout``
-    (user grouped files: ``column`` or ``line``).
+    ``options`` go to the tasks that declare them: ``seed`` (clustering, classification, alignsim),
+    ``pair_features`` (classification), ``layout`` (user grouped files: ``column`` or ``line``).
     """
     items = [s.strip() for s in (selection.split(",") if isinstance(selection, str) else selection) if s.strip()]
     if not items:
@@ -107,7 +80,7 @@ def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
             raise ValueError(f"unknown task {family!r} in {item!r}; expected one of {', '.join(TASK_FAMILIES)}")
         if item not in seen:
             seen.add(item)
-            tasks.append(_make(family, dataset, options))
+            tasks.append(TASK_FAMILIES[family].create(dataset, options))
     return tasks
 
 
@@ -124,9 +97,10 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
              intersections: bool = False, log: Callable[[str], None] | None = None) -> EvaluationRun:
     """Run every task on every method, storing each finished (method, task, dataset) in ``db`` at once.
 
-    A (method, task, dataset) already in ``db`` is reused unless ``force``. Tasks that need vectors are
-    skipped, with the reason, for pairwise methods. ``intersections``: for triplet tasks, also the Eq. 3
-    intersection of each later method's broken triplets with the first method's.
+    A (method, task, dataset) already in ``db`` with the same task settings is reused unless ``force``;
+    one stored with other settings (another seed, other ALIGN-SIM sample sizes) is replaced. Tasks that
+    need vectors are skipped, with the reason, for pairwise methods. ``intersections``: for triplet
+    tasks, also the Eq. 3 intersection of each later method's broken triplets with the first method's.
     """
     say = log or (lambda message: print(message, file=sys.stderr))
     methods, tasks = list(methods), list(tasks)
@@ -138,16 +112,20 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
                 run.skipped.append((method.spec, task.name, task.dataset, reason))
                 say(f"skip {task.name}/{task.dataset} for {method.spec}: {reason}")
                 continue
-            if db is not None and not force and db.has(method.spec, task.name, task.dataset):
+            settings = task.settings()
+            stored_settings = db.settings(method.spec, task.name, task.dataset) if db is not None else None
+            if stored_settings == settings and not force:
                 stored = [r for r in db.records(method.spec, task.name, task.dataset) if not r.subset.startswith("vs ")]
                 run.records += stored
                 run.reused.append((method.spec, task.name, task.dataset))
                 say(f"reuse {task.name}/{task.dataset} for {method.spec} ({len(stored)} stored records)")
                 continue
+            if stored_settings is not None and stored_settings != settings:
+                db.delete(method.spec, task.name, task.dataset)  # computed with other settings: never mixed
             say(f"run {task.name}/{task.dataset} for {method.spec}")
             records = task.run(method)
             if db is not None:
-                db.add(records, fingerprint=method.fingerprint, seed=seed)
+                db.add(records, fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None)
             run.records += records
     if intersections and len(methods) > 1:
         reference = methods[0]

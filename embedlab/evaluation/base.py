@@ -1,28 +1,25 @@
-"""The shared evaluator interface and the encoding cache every task uses.
+"""The task interface of the evaluation harness: what a task declares about itself and how it is built.
 
-A :class:`Task` has a ``name`` (the task family, e.g. ``"sts"``), a ``dataset`` name and
-``run(method) -> list[Record]``. Methods follow the foundation's contract (``spec``, ``fingerprint``,
-``pairwise``, ``encode``, ``similarity``). Because some methods fit statistics on the texts of one
-``encode()`` call (idf over target texts, target-fitted post-processing; paper 2 §2), every task encodes
-the unique texts of a dataset in ONE call and indexes into the result. Encodings are cached as ``.npy``
-files keyed by method spec, model fingerprint and a hash of the text list, so reruns and interrupted runs
-recompute nothing.
+A :class:`Task` has a family ``name`` (e.g. ``"sts"``), a ``dataset`` and ``run(method) -> list[Record]``.
+Each task class also declares, as data, everything the harness and the reports need to know about it:
+its default ``datasets``, the ``options`` it takes from a task selection, whether it reads user files,
+its ``headline`` metric and one :class:`Metric` (description with unit, which direction is better) per
+metric it emits. The task registry (``embedlab.evaluation``), the report tables and the summaries read
+these declarations, so adding a task is one new module and one line in the task list.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import json
+import inspect
 import os
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from embedlab.runtime import atomic_write_bytes, cache_dir
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 
 
 @runtime_checkable
@@ -44,14 +41,76 @@ class NotApplicableError(ValueError):
     """The task cannot evaluate this kind of method (e.g. a pairwise method where vectors are needed)."""
 
 
-class Task:
-    """One evaluation: ``run(method)`` returns records for ``(method.spec, name, dataset, subset, metric)``."""
+@dataclass(frozen=True)
+class Metric:
+    """What one emitted metric means: a one-line description (with its unit) and which direction is better.
 
-    name: str = ""
-    needs_vectors: bool = True  # False: pairwise methods work through method.similarity(pairs)
+    ``better`` is ``"higher"``, ``"lower"`` or ``""`` for numbers that are neither (sizes, counts of items).
+    ``style`` tells tables how to print it: ``"count"`` (whole numbers with thousands separators),
+    ``"rate"`` (small fractions, scientific notation) or ``"number"``.
+    """
+
+    description: str
+    better: str = "higher"
+    style: str = "number"
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.better == "lower"
+
+
+UNDECLARED = Metric("", better="")
+
+
+class Task:
+    """One evaluation: ``run(method)`` returns records for ``(method.spec, name, dataset, subset, metric)``.
+
+    Subclasses set the class attributes below; :meth:`create` builds a task from a selection item.
+    A dataset's ``"all"`` subset, when it emits one, stands for the whole dataset (e.g. every STS12
+    subset concatenated), so summaries take the headline metric from it and from no other subset.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    datasets: ClassVar[tuple[str, ...]] = ()  # run when the family is selected without a dataset
+    options: ClassVar[tuple[str, ...]] = ()  # keyword options taken from parse_tasks(**options)
+    user_files: ClassVar[bool] = False  # accepts ``family:@FILE``
+    needs_vectors: ClassVar[bool] = True  # False: pairwise methods work through method.similarity(pairs)
+    headline: ClassVar[str] = ""
+    metrics: ClassVar[dict[str, Metric]] = {}
 
     def __init__(self, dataset: str) -> None:
         self.dataset = dataset
+
+    @classmethod
+    def create(cls, dataset: str, options: dict) -> Task:
+        """The task for one selection item's dataset (``name`` or ``@path``), with the options it takes."""
+        keywords = {key: options[key] for key in cls.options if key in options}
+        if not dataset.startswith("@"):
+            return cls(dataset, **keywords)
+        if not cls.user_files:
+            raise ValueError(f"task {cls.name} does not take a user file ({dataset})")
+        path = Path(dataset[1:]).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"data file not found: {path.resolve()} (given in --tasks as {cls.name}:{dataset})")
+        return cls(path.stem, path=dataset[1:], **keywords)
+
+    @classmethod
+    def headline_of(cls, dataset: str) -> str:
+        """The metric that stands for the task on ``dataset`` in summaries and plots."""
+        return cls.headline
+
+    @classmethod
+    def metric(cls, name: str) -> Metric:
+        """The declaration of an emitted metric (``UNDECLARED`` for a name the task does not emit)."""
+        return cls.metrics.get(name, UNDECLARED)
+
+    def settings(self) -> dict:
+        """The declared ``options`` whose values differ from the defaults of ``__init__`` (stored with the
+        records: a stored result is reused only for the same settings, so ``--seed 1`` never gets seed 0's).
+        A task keeps each option under an attribute of the same name."""
+        defaults = inspect.signature(type(self).__init__).parameters
+        return {name: getattr(self, name) for name in self.options if getattr(self, name) != defaults[name].default}
 
     def applies_to(self, method: Method) -> bool:
         return not (method.pairwise and self.needs_vectors)
@@ -73,104 +132,20 @@ class Task:
         return f"{type(self).__name__}({self.dataset!r})"
 
 
-# ------------------------------------------------------------------------------------------------
-# Encoding with a cache
-# ------------------------------------------------------------------------------------------------
-
-
-def _texts_hash(texts: Sequence[str]) -> str:
-    digest = hashlib.sha256()
-    for text in texts:
-        encoded = text.encode("utf-8")
-        digest.update(len(encoded).to_bytes(8, "little"))  # length prefix: no two lists hash alike
-        digest.update(encoded)
-    return digest.hexdigest()
-
-
-def cache_key(method: Method, kind: str, texts: Sequence[str]) -> str:
-    payload = json.dumps([kind, method.spec, method.fingerprint, _texts_hash(texts)])
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
-
-
-def _load_cached(key: str, rows: int) -> np.ndarray | None:
-    path = cache_dir("eval") / f"{key}.npy"
-    if not path.exists():
-        return None
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError):
-        return None  # unreadable cache file: recompute and overwrite it
-    return array if array.shape[0] == rows else None
-
-
-def _store(key: str, array: np.ndarray) -> None:
-    buffer = io.BytesIO()
-    np.save(buffer, array, allow_pickle=False)
-    atomic_write_bytes(cache_dir("eval") / f"{key}.npy", buffer.getvalue())
-
-
-def unique_texts(*text_lists: Sequence[str]) -> tuple[list[str], dict[str, int]]:
-    """The distinct texts of several lists in first-seen order, and each text's row."""
-    index: dict[str, int] = {}
-    for texts in text_lists:
-        for text in texts:
-            index.setdefault(text, len(index))
-    return list(index), index
-
-
-def encode_texts(method: Method, texts: Sequence[str], *, use_cache: bool = True) -> np.ndarray:
-    """``method.encode`` of ``texts`` in ONE call (float32, one row per text), cached on disk."""
-    if method.pairwise:
-        raise NotApplicableError(f"{method.spec!r} is a pairwise method and produces no embedding vectors")
-    texts = list(texts)
-    key = cache_key(method, "encode", texts)
-    if use_cache and (cached := _load_cached(key, len(texts))) is not None:
-        return cached
-    vectors = np.asarray(method.encode(texts), dtype=np.float32)
-    if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-        raise ValueError(f"{method.spec!r}.encode returned shape {vectors.shape} for {len(texts)} texts")
-    if not np.all(np.isfinite(vectors)):
-        bad = int(np.flatnonzero(~np.all(np.isfinite(vectors), axis=1))[0])
-        raise ValueError(f"{method.spec!r}.encode returned a non-finite embedding for text {bad}: {texts[bad][:80]!r}")
-    if use_cache:
-        _store(key, vectors)
-    return vectors
-
-
-def encode_unique(method: Method, *text_lists: Sequence[str]) -> list[np.ndarray]:
-    """Encode the union of several text lists once; return one row-aligned array per list."""
-    texts, index = unique_texts(*text_lists)
-    vectors = encode_texts(method, texts)
-    return [vectors[np.fromiter((index[t] for t in lst), dtype=np.int64, count=len(lst))] for lst in text_lists]
-
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length in float64 (zero rows stay zero), so products are cosines."""
-    vectors = np.asarray(vectors, dtype=np.float64)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
-
-
-def pair_scores(method: Method, first: Sequence[str], second: Sequence[str], *, use_cache: bool = True) -> np.ndarray:
-    """The product of unit-normalised embeddings (= cosine) of each pair; pairwise methods score the pairs
-    themselves. Vector methods encode all unique texts of both sides in one call."""
-    if len(first) != len(second):
-        raise ValueError(f"{len(first)} first texts but {len(second)} second texts")
-    if method.pairwise:
-        pairs = list(zip(first, second))
-        key = cache_key(method, "similarity", [t for pair in pairs for t in pair])
-        if use_cache and (cached := _load_cached(key, len(pairs))) is not None:
-            return cached.astype(np.float64)
-        scores = np.asarray(method.similarity(pairs), dtype=np.float32)
-        if scores.shape != (len(pairs),):
-            raise ValueError(f"{method.spec!r}.similarity returned shape {scores.shape} for {len(pairs)} pairs")
-        if not np.all(np.isfinite(scores)):
-            raise ValueError(f"{method.spec!r}.similarity returned a non-finite score for pair {int(np.flatnonzero(~np.isfinite(scores))[0])}")
-        if use_cache:
-            _store(key, scores)
-        return scores.astype(np.float64)
-    left, right = encode_unique(method, first, second)
-    return np.einsum("ij,ij->i", unit_rows(left), unit_rows(right))
+# The metrics of the two counting protocols (seed 0 Eq. 2 and 4), shared by pairs and triplets.
+ERROR_COUNT_METRICS = {
+    "error": Metric("fraction of comparisons that are wrong (ties count as wrong), 0–1", "lower", "rate"),
+    "total": Metric("number of comparisons counted", "", "count"),
+    "wrong": Metric("number of wrong comparisons", "lower", "count"),
+    "same": Metric("mean cosine of the texts that belong together, −1–1", ""),
+    "diff": Metric("mean cosine of the texts that do not belong together, −1–1", ""),
+}
+CORRELATION_METRICS = {
+    "spearman": Metric("Spearman rank correlation of cosine and human score, −1–1"),
+    "pearson": Metric("Pearson correlation of cosine and human score, −1–1"),
+    "kendall_b": Metric("Kendall τ-b of cosine and human score, −1–1"),
+    "kendall_c": Metric("Kendall τ-c of cosine and human score, −1–1"),
+}
 
 
 def solver_threads() -> threadpool_limits:

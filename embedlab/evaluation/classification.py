@@ -26,15 +26,15 @@ from sklearn.model_selection import StratifiedKFold
 
 from embedlab.data import datasets
 from embedlab.data.datasets import LabelledPairs, LabelledTexts
-from embedlab.evaluation.base import Method, Task, encode_unique, solver_threads
-from embedlab.results.records import Record
+from embedlab.evaluation.base import Method, Metric, Task, solver_threads
+from embedlab.evaluation.records import Record
+from embedlab.evaluation.scoring import embed
 
 INNER_REGS = [2.0 ** t for t in range(-2, 4)]  # SentEval InnerKFoldClassifier / SplitClassifier
 KFOLD_REGS = [2.0 ** t for t in range(-1, 6)]  # SentEval KFoldClassifier
 CV_SETS = ("mr", "cr", "subj", "mpqa")
 KFOLD_SETS = ("trec", "mrpc")
 SPLIT_SETS = ("sst2", "sst5", "sick-e")
-CLASSIFICATION_SETS = CV_SETS + ("sst2", "trec", "mrpc", "sst5", "sick-e")
 
 
 def _fit(features: np.ndarray, labels: np.ndarray, c: float, seed: int) -> LogisticRegression:
@@ -103,23 +103,32 @@ class ClassificationTask(Task):
     labelled-texts file (nested 10-fold cross-validation)."""
 
     name = "classification"
-    needs_vectors = True
+    description = "SentEval logistic-regression transfer tasks on frozen embeddings (paper 2 §3.5.3)"
+    datasets = CV_SETS + ("sst2", "trec", "mrpc", "sst5", "sick-e")
+    options = ("seed", "pair_features")
+    user_files = True
+    headline = "accuracy"
+    metrics = {
+        "accuracy": Metric("test accuracy (10-fold mean for MR/CR/SUBJ/MPQA and user files), %"),
+        "dev_accuracy": Metric("validation accuracy of the chosen regularisation, %"),
+    }
 
     def __init__(self, dataset: str, *, path: str | None = None, folds: int = 10, inner_folds: int = 10,
                  seed: int = 0, pair_features: str = "senteval") -> None:
         super().__init__(dataset)
-        self.path, self.folds, self.inner_folds, self.seed, self.pair_kind = path, folds, inner_folds, seed, pair_features
-        if path is None and dataset not in CLASSIFICATION_SETS:
-            raise ValueError(f"unknown classification dataset {dataset!r}; expected one of {', '.join(CLASSIFICATION_SETS)}")
+        self.path, self.folds, self.inner_folds, self.seed = path, folds, inner_folds, seed
+        self.pair_features = pair_features
+        if path is None and dataset not in self.datasets:
+            raise ValueError(f"unknown classification dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
     def _texts(self, method: Method, splits: list[LabelledTexts]) -> list[_Split]:
-        vectors = encode_unique(method, *[s.texts for s in splits])
+        vectors = embed(method, *[s.texts for s in splits])
         return [_Split(np.asarray(v, dtype=np.float64), s.labels) for v, s in zip(vectors, splits)]
 
     def _pairs(self, method: Method, splits: list[LabelledPairs]) -> list[_Split]:
         sides = [side for s in splits for side in (s.first, s.second)]
-        vectors = [np.asarray(v, dtype=np.float64) for v in encode_unique(method, *sides)]
-        return [_Split(pair_features(vectors[2 * k], vectors[2 * k + 1], self.pair_kind), s.labels)
+        vectors = [np.asarray(v, dtype=np.float64) for v in embed(method, *sides)]
+        return [_Split(pair_features(vectors[2 * k], vectors[2 * k + 1], self.pair_features), s.labels)
                 for k, s in enumerate(splits)]
 
     def run(self, method: Method) -> list[Record]:

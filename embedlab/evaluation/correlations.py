@@ -11,22 +11,28 @@ from __future__ import annotations
 import numpy as np
 
 from embedlab.data import datasets
-from embedlab.evaluation.base import Method, Task, pair_scores
+from embedlab.evaluation.base import CORRELATION_METRICS, Method, Task
+from embedlab.evaluation.records import Record
+from embedlab.evaluation.scoring import pair_scores
 from embedlab.evaluation.sts import correlations
-from embedlab.results.records import Record
-
-CORRELATION_DATASETS = ("stsb", "summeval")
 
 
 class CorrelationsTask(Task):
+    """STS-B test, SummEval (one subset per expert aspect) or a user scored-pairs file."""
+
     name = "correlations"
+    description = "embedding product vs human scores (seed 0 §3.4)"
+    datasets = ("stsb", "summeval")
+    user_files = True
     needs_vectors = False
+    headline = "spearman"
+    metrics = CORRELATION_METRICS
 
     def __init__(self, dataset: str, *, path: str | None = None) -> None:
         super().__init__(dataset)
         self.path = path
-        if path is None and dataset not in CORRELATION_DATASETS:
-            raise ValueError(f"unknown correlations dataset {dataset!r}; expected one of {', '.join(CORRELATION_DATASETS)}")
+        if path is None and dataset not in self.datasets:
+            raise ValueError(f"unknown correlations dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)

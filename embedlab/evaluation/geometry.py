@@ -19,8 +19,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from embedlab.data import datasets
-from embedlab.evaluation.base import Method, Task, encode_texts, encode_unique, unique_texts, unit_rows
-from embedlab.results.records import Record
+from embedlab.evaluation.base import Method, Metric, Task
+from embedlab.evaluation.records import Record
+from embedlab.evaluation.scoring import Encoded, unit_rows
 
 
 def isoscore(points: np.ndarray) -> float:
@@ -69,7 +70,10 @@ class IsotropyTask(Task):
     """IsoScore of the method's embeddings of WikiText-2 sentences (≥ 10 characters)."""
 
     name = "isotropy"
-    needs_vectors = True
+    description = "IsoScore of the embeddings of WikiText-2 sentences (paper 2 §3.5.4)"
+    datasets = ("wikitext2",)
+    headline = "isoscore"
+    metrics = {"isoscore": Metric("IsoScore, 0 (one direction holds all variance) – 1 (isotropic)")}
 
     def __init__(self, dataset: str = "wikitext2", *, split: str = "test") -> None:
         super().__init__(dataset)
@@ -78,16 +82,23 @@ class IsotropyTask(Task):
     def run(self, method: Method) -> list[Record]:
         self.check(method)
         sentences = datasets.wikitext2_sentences(self.split)
-        texts, _ = unique_texts(sentences)
-        vectors = encode_texts(method, texts)
-        return [self.record(method, self.split, "isoscore", isoscore(vectors), len(texts))]
+        encoded = Encoded(method, sentences)
+        return [self.record(method, self.split, "isoscore", isoscore(encoded.vectors), len(encoded.texts))]
 
 
 class AlignmentTask(Task):
     """Alignment (STS-B train pairs scored 5.0) and uniformity (all sentences of STS-B train pairs)."""
 
     name = "alignment"
-    needs_vectors = True
+    description = "alignment (Eq. 8) of STS-B train pairs scored 5.0 and uniformity (Eq. 9) of their sentences (paper 2 §3.5.5)"
+    datasets = ("stsb",)
+    headline = "alignment"
+    metrics = {
+        "alignment": Metric("mean squared distance of positive pairs' raw embeddings (Eq. 8)", "lower"),
+        "uniformity": Metric("log mean exp(−2·squared distance) over all sentence pairs, raw embeddings (Eq. 9)", "lower"),
+        "alignment_unit": Metric("Eq. 8 on unit-normalised embeddings, 0–4", "lower"),
+        "uniformity_unit": Metric("Eq. 9 on unit-normalised embeddings, −4–0", "lower"),
+    }
 
     def __init__(self, dataset: str = "stsb") -> None:
         super().__init__(dataset)
@@ -95,11 +106,11 @@ class AlignmentTask(Task):
     def run(self, method: Method) -> list[Record]:
         self.check(method)
         data = datasets.stsb("train")
-        texts, index = unique_texts(data.first, data.second)
-        (vectors,) = encode_unique(method, texts)
+        encoded = Encoded(method, data.first, data.second)
+        vectors, texts = encoded.vectors, encoded.texts
         positive = np.flatnonzero(data.scores == 5.0)
-        first = vectors[[index[data.first[i]] for i in positive]]
-        second = vectors[[index[data.second[i]] for i in positive]]
+        first = encoded.rows([data.first[i] for i in positive])
+        second = encoded.rows([data.second[i] for i in positive])
         unit = unit_rows(vectors)
         return [
             self.record(method, "train", "alignment", alignment(first, second), positive.size),

@@ -14,8 +14,9 @@ import numpy as np
 
 from embedlab.data import datasets
 from embedlab.data.datasets import SimilarPairs
-from embedlab.evaluation.base import Method, Task, pair_scores
-from embedlab.results.records import Record
+from embedlab.evaluation.base import ERROR_COUNT_METRICS, Method, Task
+from embedlab.evaluation.records import Record
+from embedlab.evaluation.scoring import pair_scores
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,12 @@ class PairsTask(Task):
     labelled pairs (``label`` 1 = similar, 0 = non-similar)."""
 
     name = "pairs"
+    description = "every (similar, non-similar) pair tuple should rank the similar pair higher (seed 0 §3.3, Eq. 4)"
+    datasets = ("mrpc", "sts")
+    user_files = True
     needs_vectors = False
+    headline = "error"
+    metrics = ERROR_COUNT_METRICS
 
     def __init__(self, dataset: str, *, path: str | None = None) -> None:
         super().__init__(dataset)

@@ -13,8 +13,9 @@ from scipy import stats
 
 from embedlab.data import datasets
 from embedlab.data.datasets import ScoredPairs
-from embedlab.evaluation.base import Method, Task, encode_unique, pair_scores, unit_rows
-from embedlab.results.records import Record
+from embedlab.evaluation.base import CORRELATION_METRICS, Method, Metric, Task
+from embedlab.evaluation.records import Record
+from embedlab.evaluation.scoring import PairScorer
 
 
 def correlations(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
@@ -32,29 +33,25 @@ def correlations(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     }
 
 
-def scored_pairs_similarity(method: Method, subsets: list[ScoredPairs]) -> list[np.ndarray]:
-    """Similarity of every pair of several subsets; vector methods encode all their unique texts at once."""
-    if method.pairwise:
-        return [pair_scores(method, s.first, s.second) for s in subsets]
-    sides = [side for s in subsets for side in (s.first, s.second)]
-    vectors = [unit_rows(v) for v in encode_unique(method, *sides)]
-    return [np.einsum("ij,ij->i", vectors[2 * k], vectors[2 * k + 1]) for k in range(len(subsets))]
-
-
-STS_DATASETS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sick-r")
-
-
 class STSTask(Task):
     """STS12–16 (per subset, "all", "mean", "wmean"), STS-B test, SICK-R test, or a user scored-pairs file."""
 
     name = "sts"
+    description = "cosine of the two texts vs the gold similarity score (paper 2 §3.5.2)"
+    datasets = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sick-r")
+    user_files = True
     needs_vectors = False
+    headline = "spearman"
+    metrics = CORRELATION_METRICS | {
+        "spearman": Metric("Spearman rank correlation of cosine and gold score, −1–1 (subsets mean/wmean: "
+                           "SentEval's per-subset mean and size-weighted mean)"),
+    }
 
     def __init__(self, dataset: str, *, path: str | None = None) -> None:
         super().__init__(dataset)
         self.path = path
-        if path is None and dataset not in STS_DATASETS:
-            raise ValueError(f"unknown STS dataset {dataset!r}; expected one of {', '.join(STS_DATASETS)}")
+        if path is None and dataset not in self.datasets:
+            raise ValueError(f"unknown STS dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
     def load(self) -> list[ScoredPairs]:
         if self.path is not None:
@@ -68,7 +65,8 @@ class STSTask(Task):
     def run(self, method: Method) -> list[Record]:
         self.check(method)
         subsets = self.load()
-        scores = scored_pairs_similarity(method, subsets)
+        scorer = PairScorer(method, *[subset.pairs() for subset in subsets])
+        scores = [scorer.similarity(subset.pairs()) for subset in subsets]
         records = []
         for subset, predicted in zip(subsets, scores):
             for metric, value in correlations(predicted, subset.scores).items():

@@ -20,8 +20,9 @@ import numpy as np
 
 from embedlab.data import datasets
 from embedlab.data.datasets import GroupedTexts
-from embedlab.evaluation.base import Method, Task, encode_texts, unit_rows
-from embedlab.results.records import Record
+from embedlab.evaluation.base import ERROR_COUNT_METRICS, Method, Metric, Task
+from embedlab.evaluation.records import Record
+from embedlab.evaluation.scoring import embed, unit_rows
 
 _BLOCK = 256  # anchors per matrix product: bounds memory at 256 × n float64
 
@@ -131,11 +132,19 @@ class TripletsTask(Task):
     """mrpc, sts, summ-g, summ-r, text-summ-g, text-summ-r, or a user grouped-texts file."""
 
     name = "triplets"
-    needs_vectors = True
+    description = "anchor–positive–negative triplets of grouped texts; broken when E_A·E_B ≤ E_A·E_C (seed 0 §3.2, Eq. 2–3)"
+    datasets = ("mrpc", "sts", "summ-g", "summ-r", "text-summ-g", "text-summ-r")
+    options = ("layout",)
+    user_files = True
+    headline = "error"
+    metrics = ERROR_COUNT_METRICS | {
+        "intersection": Metric("Eq. 3 overlap of this method's broken triplets with the reference method's, 0–1", ""),
+    }
 
     def __init__(self, dataset: str, *, path: str | None = None, layout: str = "column") -> None:
         super().__init__(dataset)
-        self.path, self.layout = path, layout
+        self.path = path
+        self.layout = layout if path is not None else "column"  # how a user file lists its groups
         if path is None and dataset not in datasets.TRIPLET_SETS:
             raise ValueError(f"unknown triplet dataset {dataset!r}; expected one of {', '.join(datasets.TRIPLET_SETS)}")
 
@@ -144,16 +153,11 @@ class TripletsTask(Task):
             return datasets.load_grouped_texts(self.path, self.layout)
         return datasets.TRIPLET_SETS[self.dataset]()
 
-    def embed(self, method: Method, data: GroupedTexts) -> np.ndarray:
-        """Row-aligned embeddings of ``data.texts``, encoding each distinct text once in one call."""
-        order = {text: row for row, text in enumerate(dict.fromkeys(data.texts))}
-        vectors = encode_texts(method, list(order))
-        return vectors[[order[t] for t in data.texts]]
-
     def run(self, method: Method) -> list[Record]:
         self.check(method)
         data = self.load()
-        counts = count_triplets(self.embed(method, data), data)
+        (vectors,) = embed(method, data.texts)
+        counts = count_triplets(vectors, data)
         return [
             self.record(method, "all", "error", counts.error, counts.total),
             self.record(method, "all", "total", counts.total, counts.total),
@@ -168,6 +172,7 @@ class TripletsTask(Task):
         self.check(method_1)
         self.check(method_2)
         data = self.load()
-        common, broken_1, broken_2 = broken_intersection(self.embed(method_1, data), self.embed(method_2, data), data)
+        (vectors_1,), (vectors_2,) = embed(method_1, data.texts), embed(method_2, data.texts)
+        common, broken_1, broken_2 = broken_intersection(vectors_1, vectors_2, data)
         return self.record(method_1, f"vs {method_2.spec}", "intersection", intersection_ratio(common, broken_1, broken_2),
                            common)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from embedlab.evaluation.alignsim.perturb import N_VALUES
-from embedlab.evaluation.alignsim.runner import MethodResult
+from embedlab.evaluation.alignsim.task import MethodResult
 
 DATASET_TITLES = {"qqp": "QQP", "paws": "PAWS-Wiki", "mrpc": "MRPC", "afin": "AFIN"}
 PAPER_LABEL = "paper SBERT"

@@ -1,6 +1,6 @@
 """SQLite results database: every evaluation record with its provenance (issue 3, "Results database").
 
-Each stored row is one :class:`~embedlab.results.records.Record` plus the model fingerprint, the code version
+Each stored row is one :class:`~embedlab.evaluation.records.Record` plus the model fingerprint, the code version
 (``embedlab.__version__`` and the git commit when known), the seed, the time and optional extra JSON.
 A (method, task, dataset) that already has rows counts as finished: evaluators check :meth:`ResultsDB.has`
 and reuse the stored records unless forced, so an interrupted multi-task run resumes where it stopped.
@@ -9,7 +9,6 @@ Re-adding records for the same (method, task, dataset, subset, metric) replaces 
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sqlite3
@@ -19,7 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import embedlab
-from embedlab.results.records import Record
+from embedlab import runtime
+from embedlab.evaluation.records import Record
 
 DEFAULT_FILE = "embedlab_results.sqlite"
 
@@ -43,7 +43,7 @@ CREATE INDEX IF NOT EXISTS results_by_task ON results (task, dataset);
 """
 
 
-@functools.lru_cache(maxsize=1)
+@runtime.cached("results.code_version", maxsize=1)
 def code_version() -> str:
     """``embedlab.__version__`` plus the short git commit of the source tree (with ``+dirty`` when modified)."""
     version = embedlab.__version__
@@ -91,7 +91,7 @@ class ResultsDB:
         rows = []
         for index, record in enumerate(records):
             if not isinstance(record, Record):
-                raise TypeError(f"record {index} is a {type(record).__name__}, not an embedlab.results.records.Record")
+                raise TypeError(f"record {index} is a {type(record).__name__}, not an embedlab.evaluation.records.Record")
             value = float(record.value)
             rows.append((record.method, record.task, record.dataset, record.subset, record.metric, value,
                          int(record.n), str(fingerprint), version, int(seed), now, extra_text))
@@ -107,6 +107,18 @@ class ResultsDB:
                 "SELECT 1 FROM results WHERE method = ? AND task = ? AND dataset = ? LIMIT 1", (method, task, dataset)
             ).fetchone()
         return row is not None
+
+    def settings(self, method: str, task: str, dataset: str) -> dict | None:
+        """The task settings a stored (method, task, dataset) was computed with (``{}``: the task's defaults),
+        or None when nothing is stored. Eq. 3 intersection rows (subset ``vs …``) carry no settings."""
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT extra FROM results WHERE method = ? AND task = ? AND dataset = ? AND subset NOT LIKE 'vs %' "
+                "LIMIT 1", (method, task, dataset)
+            ).fetchone()
+        if row is None:
+            return None
+        return (json.loads(row[0]) if row[0] else {}).get("settings", {})
 
     def _select(self, columns: str, method: str | None, task: str | None, dataset: str | None) -> list[tuple]:
         clauses, arguments = [], []

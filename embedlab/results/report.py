@@ -13,14 +13,9 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from embedlab.results.records import Record
-
-# The headline metric of each task family (plotted; listed first).
-MAIN_METRIC = {
-    "sts": "spearman", "pairs": "error", "triplets": "error", "correlations": "spearman",
-    "clustering": "accuracy", "classification": "accuracy", "isotropy": "isoscore", "alignment": "alignment",
-}
-LOWER_IS_BETTER = {"error", "wrong", "alignment", "uniformity", "alignment_unit", "uniformity_unit", "accuracy_std"}
+from embedlab.evaluation import metric_of
+from embedlab.evaluation.records import Record
+from embedlab.results.summaries import headline_records
 
 
 def methods_of(records: Iterable[Record]) -> list[str]:
@@ -36,12 +31,14 @@ def pivot(records: Sequence[Record]) -> tuple[list[str], list[tuple[tuple[str, s
     return methods, list(rows.items())
 
 
-def format_value(metric: str, value: float) -> str:
+def format_value(task: str, metric: str, value: float) -> str:
+    """A table cell, styled by the task's declaration of the metric (counts, small rates, plain numbers)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "nan"
-    if metric in ("total", "wrong") or (float(value).is_integer() and abs(value) >= 1000):
+    style = metric_of(task, metric).style
+    if style == "count" or (float(value).is_integer() and abs(value) >= 1000):
         return f"{int(round(value)):,}"
-    if metric == "error":
+    if style == "rate":
         return f"{value:.2e}"
     if abs(value) >= 10:
         return f"{value:.2f}"
@@ -54,7 +51,7 @@ def _table_cells(records: Sequence[Record]) -> tuple[list[str], list[list[str]]]
     body = []
     for (task, dataset, subset, metric), by_method in rows:
         n = next(iter(by_method.values())).n
-        values = [format_value(metric, by_method[m].value) if m in by_method else "" for m in methods]
+        values = [format_value(task, metric, by_method[m].value) if m in by_method else "" for m in methods]
         body.append([task, dataset, subset, metric, *values, f"{n:,}"])
     return header, body
 
@@ -90,11 +87,12 @@ def _html_table(records: Sequence[Record]) -> str:
     header, body = _table_cells(records)
     methods, rows = pivot(records)
     out = ["<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead><tbody>"]
-    for cells, ((_, _, _, metric), by_method) in zip(body, rows):
+    for cells, ((task, _, _, metric), by_method) in zip(body, rows):
         values = {m: by_method[m].value for m in methods if m in by_method and not math.isnan(by_method[m].value)}
+        better = metric_of(task, metric).better
         best = None
-        if len(values) > 1:
-            best = (min if metric in LOWER_IS_BETTER else max)(values, key=values.get)
+        if len(values) > 1 and better:
+            best = (min if better == "lower" else max)(values, key=values.get)
         tds = []
         for k, cell in enumerate(cells):
             is_best = 4 <= k < 4 + len(methods) and methods[k - 4] == best
@@ -114,21 +112,14 @@ def _png(figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _bar_plot(task: str, records: Sequence[Record]) -> str | None:
-    """Grouped bars of the task's main metric: one group per dataset/subset, one bar per method."""
+def _bar_plot(task: str, metric: str, chosen: Sequence[Record]) -> str:
+    """Grouped bars of one headline metric: one group per dataset/subset, one bar per method."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    metric = MAIN_METRIC.get(task)
-    chosen = [r for r in records if r.metric == metric and not math.isnan(r.value)]
-    if task == "sts":  # one bar per dataset: the "all" score of STS12-16, the test score otherwise
-        multi = {r.dataset for r in chosen if r.subset == "all"}
-        chosen = [r for r in chosen if (r.subset == "all") == (r.dataset in multi)]
-    if not chosen:
-        return None
     methods = methods_of(chosen)
     groups = list(dict.fromkeys((r.dataset, r.subset) for r in chosen))
     values = {(r.dataset, r.subset, r.method): r.value for r in chosen}
@@ -142,9 +133,9 @@ def _bar_plot(task: str, records: Sequence[Record]) -> str | None:
     axis.set_xticks(positions, labels, rotation=30 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center",
                     fontsize=8)
     axis.set_ylabel(metric)
-    if metric == "error" and all(values[k] > 0 for k in values):
+    if metric_of(task, metric).style == "rate" and all(values[k] > 0 for k in values):
         axis.set_yscale("log")
-    axis.set_title(f"{task}: {metric}" + (" (lower is better)" if metric in LOWER_IS_BETTER else ""))
+    axis.set_title(f"{task}: {metric}" + (" (lower is better)" if metric_of(task, metric).lower_is_better else ""))
     axis.legend(fontsize=7, loc="best")
     axis.grid(axis="y", alpha=0.3)
     return _png(figure)
@@ -196,7 +187,10 @@ def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation 
     for task in dict.fromkeys(r.task for r in records):
         task_records = [r for r in records if r.task == task]
         parts.append(f"<h2>{html.escape(task)}</h2>")
-        for image in (_bar_plot(task, task_records), _alignment_plot(task_records) if task == "alignment" else None):
+        headlines = [r for r in headline_records(task_records) if not math.isnan(r.value)]
+        images = [_bar_plot(task, metric, [r for r in headlines if r.metric == metric])
+                  for metric in dict.fromkeys(r.metric for r in headlines)]  # ALIGN-SIM: one per kind of dataset
+        for image in images + [_alignment_plot(task_records) if task == "alignment" else None]:
             if image:
                 parts.append(f"<img alt='{html.escape(task)} plot' src='data:image/png;base64,{image}'>")
         parts.append(_html_table(task_records))
@@ -209,27 +203,3 @@ def write_report(records: Sequence[Record], out: str | Path, **options) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html_report(records, **options), encoding="utf-8")
     return path
-
-
-def headline_records(records: Sequence[Record]) -> list[Record]:
-    """The one number per (method, task, dataset) that the papers' tables show: the task's main metric on
-    the "all" subset for STS12–16 (paper 2 §3.5.2), on the single subset otherwise."""
-    chosen = [r for r in records if r.metric == MAIN_METRIC.get(r.task) and not r.subset.startswith("vs ")]
-    multi = {(r.method, r.task, r.dataset) for r in chosen if r.subset == "all"}
-    return [r for r in chosen if (r.subset == "all") == ((r.method, r.task, r.dataset) in multi)
-            or r.task not in ("sts",)]
-
-
-def summary_records(records: Sequence[Record]) -> list[Record]:
-    """Per method and task family, the mean of the headline metric over its datasets (the shape of paper 2
-    Table 4: average STS Spearman, average clustering accuracy, average classification accuracy)."""
-    by_key: dict[tuple[str, str, str], list[Record]] = {}
-    for record in headline_records(records):
-        by_key.setdefault((record.method, record.task, record.metric), []).append(record)
-    out = []
-    for (method, task, metric), items in by_key.items():
-        values = [r.value for r in items if not math.isnan(r.value)]
-        if values:
-            out.append(Record(method, task, "average", f"{len(values)} datasets", metric,
-                              float(sum(values) / len(values)), len(values)))
-    return out

@@ -5,6 +5,6 @@ Embeddings through Semantic Similarity Alignment" (shared/papers/align-sim-task-
 §4 (criteria), §5 (datasets, α/β adjustments), Appendix A.2 (sampling) and A.5 (NED, Eq. 2).
 
 Modules: ``sources`` (dataset readers), ``lexicon`` (POS tagging, WordNet, inflection),
-``perturb`` (perturbation sets), ``metrics`` (cosine, NED, α/β, ε margins), ``runner`` (criteria
-over a method, records), ``report`` (tables and histograms).
+``perturb`` (perturbation sets), ``metrics`` (NED, α/β, ε margins), ``task`` (the criteria as a task
+of the evaluation harness). Tables and histograms: ``embedlab.results.alignsim_report``.
 """

@@ -14,10 +14,10 @@
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
 from dataclasses import dataclass
 
+from embedlab import runtime
 from embedlab.runtime import data_path
 
 # spaCy coarse tags we perturb, mapped to WordNet's part-of-speech letters.
@@ -42,7 +42,7 @@ def wordnet():
     return reader
 
 
-@functools.lru_cache(maxsize=1)
+@runtime.cached("alignsim.tagger", maxsize=1)
 def tagger():
     """spaCy's small English pipeline, reduced to what tagging needs (tokenizer, tagger, attribute ruler)."""
     try:
@@ -104,7 +104,7 @@ def _plain(name: str) -> bool:
     return name.isalpha() and name.islower()
 
 
-@functools.lru_cache(maxsize=None)
+@runtime.cached("alignsim.synonyms")
 def synonyms(lemma: str, wordnet_pos: str) -> tuple[str, ...]:
     """Single-word WordNet synonyms of ``lemma`` over all its senses in that part of speech, sorted."""
     found = set()
@@ -115,7 +115,7 @@ def synonyms(lemma: str, wordnet_pos: str) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-@functools.lru_cache(maxsize=None)
+@runtime.cached("alignsim.antonyms")
 def antonyms(lemma: str, wordnet_pos: str) -> tuple[str, ...]:
     """Direct WordNet antonyms of ``lemma`` itself (not of its synonyms), sorted."""
     found = set()
@@ -129,7 +129,7 @@ def antonyms(lemma: str, wordnet_pos: str) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-@functools.lru_cache(maxsize=1)
+@runtime.cached("alignsim.irregular_verbs", maxsize=1)
 def _irregular_verb_forms() -> dict[str, tuple[str, ...]]:
     """base -> inflected forms listed in WordNet's verb.exc (irregular and consonant-doubling forms)."""
     table: dict[str, set[str]] = defaultdict(set)

@@ -1,4 +1,4 @@
-"""ALIGN-SIM metrics: cosine similarity, NED, the α/β adjustments and ε margins (paper §4, §5.2, A.5).
+"""ALIGN-SIM metrics: NED, the α/β adjustments and ε margins (paper §4, §5.2, A.5).
 
 * NED(u, v) = ½·‖(u−ū) − (v−v̄)‖² / (‖u−ū‖² + ‖v−v̄‖²), ū the mean of u's components. It lies in
   [0, 1]: 0 for vectors equal up to a constant shift, ½ for orthogonal centred vectors, 1 for
@@ -10,7 +10,8 @@
   expectation"; a criterion holds at ε when the margin exceeds ε. Pass rates are reported over an
   ε grid and averaged (Table 3).
 
-Per-item arrays are float32 (the project's public-array convention); arithmetic is float64.
+Similarity is the harness's cosine (``embedlab.evaluation.scoring``). Per-item arrays are float32
+(the project's public-array convention); arithmetic is float64.
 """
 
 from __future__ import annotations
@@ -33,15 +34,6 @@ def _as_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         bad = np.flatnonzero(~(np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)))
         raise ValueError(f"non-finite embedding values in row(s) {bad[:10].tolist()}")
     return a, b
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cosine similarity of two (n, d) arrays; an all-zero row is an error (cosine undefined)."""
-    a, b = _as_rows(a, b)
-    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    if (norms == 0).any():
-        raise ValueError(f"cosine undefined: zero vector in row(s) {np.flatnonzero(norms == 0)[:10].tolist()}")
-    return (np.einsum("ij,ij->i", a, b) / norms).astype(np.float32)
 
 
 def ned(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from embedlab.results.records import Record
+from embedlab.evaluation.records import Record
 from embedlab.results.database import ResultsDB, default_path
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
+from fakes import FakeMethod
 
 from embedlab.evaluation.base import NotApplicableError
 from embedlab.evaluation.clustering import ClusteringTask, kmeans_accuracies, matched_accuracy

@@ -12,7 +12,7 @@ from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture
 
 from embedlab.cli import evaluate as cli_eval
 from embedlab.evaluation import evaluate, parse_tasks
-from embedlab.results.records import RECORD_KEYS
+from embedlab.evaluation.records import RECORD_KEYS
 from embedlab.results.database import ResultsDB
 
 
@@ -112,3 +112,16 @@ def test_triplet_intersection_records(files, tmp_path: Path) -> None:
     assert record.value == pytest.approx(intersection_ratio(common, broken_1, broken_2), nan_ok=True)
     again = evaluate([first, second], tasks, db=db, intersections=True, log=lambda m: None)
     assert [r for r in again.records if r.metric == "intersection"] == [record]
+
+
+def test_results_of_other_settings_are_recomputed_not_reused(tmp_path: Path) -> None:
+    labelled = tmp_path / "labelled.tsv"
+    labelled.write_text("".join(f"{k % 2}\ttext {k}\n" for k in range(12)))
+    db = ResultsDB(tmp_path / "s.sqlite")
+    method = FakeMethod(spec="settings")
+    messages: list[str] = []
+    for seed in (0, 1, 1, 0):
+        evaluate([method], parse_tasks(f"clustering:@{labelled}", seed=seed), db=db, seed=seed, log=messages.append)
+    assert [m.split()[0] for m in messages] == ["run", "run", "reuse", "run"]
+    assert db.settings("settings", "clustering", "labelled") == {}  # the last run: default settings
+    assert {row["seed"] for row in db.provenance(method="settings")} == {0}  # seed 1's rows were replaced

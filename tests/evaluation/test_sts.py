@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import FakeMethod, isolated_eval_cache, minilm_method  # noqa: F401 (fixtures)
+from fakes import FakeMethod, minilm_method  # noqa: F401 (fixture)
 
 from embedlab.data.datasets import ScoredPairs
 from embedlab.evaluation import sts
-from embedlab.evaluation.base import unit_rows
+from embedlab.evaluation.scoring import unit_rows
 from embedlab.evaluation.sts import STSTask, correlations
 
 
@@ -83,4 +83,4 @@ def test_minilm_on_stsb_slice(minilm_method, tmp_path: Path) -> None:  # noqa: F
     expected = spearmanr(np.sum(a * b, axis=1), data.scores[:80]).statistic
     assert records["spearman"] == pytest.approx(expected, abs=1e-4)
     assert records["spearman"] > 0.7  # all-MiniLM-L6-v2 is a strong STS model (0.82 on the full test set)
-    assert sts.STS_DATASETS[-1] == "sick-r"
+    assert sts.STSTask.datasets[-1] == "sick-r"

@@ -1,5 +1,5 @@
-"""embedlab.cli.alignsim: the ``alignsim`` subcommand end to end on ``st:minilm`` and small slices (stand-in
-results database until embedlab.results.database is on main)."""
+"""embedlab.cli.alignsim: the ``alignsim`` subcommand end to end on ``st:minilm`` and small slices, through the
+harness's evaluate(): records in the results database, reused on a rerun."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import argparse
 import json
 
 import pytest
-from alignsim_helpers import JaccardPairwise, StandInResultsDB, load_minilm
+from alignsim_helpers import JaccardPairwise, load_minilm
+from fakes import isolated_eval_cache  # noqa: F401 (autouse fixture)
 
 from embedlab.cli.alignsim import add_cli, run_cli
-from embedlab.results.records import RECORD_KEYS
+from embedlab.evaluation.records import RECORD_KEYS
+from embedlab.results.database import ResultsDB
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -25,20 +27,22 @@ def st_minilm():
 
 
 def test_json_output_records_database_and_report(tmp_path, capsys, st_minilm):
-    database = StandInResultsDB()
-    args = _parse(
-        ["alignsim", "st:minilm", "--criteria", "1,4", "--datasets", "mrpc,afin", "--pairs-per-label", "6",
-         "--afin-pairs", "6", "--out", str(tmp_path), "--format", "json"]
-    )
+    database = ResultsDB(tmp_path / "results.sqlite")
+    argv = ["alignsim", "st:minilm", "--criteria", "1,4", "--datasets", "mrpc,afin", "--pairs-per-label", "6",
+            "--afin-pairs", "6", "--out", str(tmp_path), "--format", "json"]
+    args = _parse(argv)
     assert args.handler is run_cli
     assert run_cli(args, load_method=lambda spec: st_minilm, open_db=lambda path: database) == 0
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    output = capsys.readouterr()
+    lines = [json.loads(line) for line in output.out.splitlines()]
     assert lines and all(tuple(line) == RECORD_KEYS for line in lines)
     # α needs QQP and PAWS random pairs too, but only the asked-for datasets are reported
     assert {line["dataset"] for line in lines} == {"mrpc", "afin", "all"}
     assert {line["subset"] for line in lines} == {"c1", "c4", "adjustment"}
-    assert len(database.rows) == len(lines) and all(seed == 0 for _, _, seed in database.rows)
-    assert database.has("st:minilm", "alignsim", "afin")
+    stored = database.provenance(method="st:minilm", task="alignsim")
+    assert len(stored) == len(lines) and all(row["seed"] == 0 for row in stored)
+    # the sample sizes are stored as the task's settings: other sizes are never served these results
+    assert stored[0]["extra"]["settings"]["sampling"]["pairs_per_label"] == 6
     report = (tmp_path / "report.md").read_text()
     assert "Criterion 1" in report and "Criterion 4" in report and "paper SBERT" in report
     for name in ("c1_mrpc_sim.png", "c1_mrpc_ned.png"):
@@ -46,6 +50,12 @@ def test_json_output_records_database_and_report(tmp_path, capsys, st_minilm):
     # the perturbation sets are saved for inspection, QQP/PAWS only with the random pairs α needs
     assert (tmp_path / "perturbations" / "mrpc.c1.jsonl").exists()
     assert not (tmp_path / "perturbations" / "qqp.c2.jsonl").exists()
+    # a rerun reuses the stored records (and the stored margins for the histograms): same output
+    assert run_cli(_parse(argv), load_method=lambda spec: st_minilm, open_db=lambda path: database) == 0
+    again = capsys.readouterr()
+    assert [json.loads(line) for line in again.out.splitlines()] == lines
+    assert "reuse alignsim/mrpc for st:minilm" in again.err and "run " not in again.err
+    assert (tmp_path / "figures" / "c1_mrpc_sim.png").exists()
 
 
 def test_pairwise_method_table_output(tmp_path, capsys):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
+from fakes import FakeMethod
 
 from embedlab.data.datasets import GroupedTexts, grouped, triplets_mrpc, triplets_sts, triplets_text_summ_g
-from embedlab.evaluation.base import NotApplicableError, unit_rows
+from embedlab.evaluation.base import NotApplicableError
+from embedlab.evaluation.scoring import unit_rows
 from embedlab.evaluation.triplets import TripletsTask, broken_intersection, count_triplets, intersection_ratio
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
+from fakes import FakeMethod
 from sklearn.linear_model import LogisticRegression
 
 from embedlab.evaluation.classification import (

@@ -1,5 +1,5 @@
-"""embedlab.evaluation.alignsim.runner on the real minilm model (``st:minilm``) and small slices of the real data: one encode per
-dataset, numbers recomputed independently with scikit-learn, pairwise methods without NED."""
+"""embedlab.evaluation.alignsim.task through evaluate() on the real minilm model (``st:minilm``) and small slices of the
+real data: one encode per dataset, numbers recomputed independently with scikit-learn, pairwise methods without NED."""
 
 from __future__ import annotations
 
@@ -8,15 +8,22 @@ import pytest
 from alignsim_helpers import JaccardPairwise, RecordingMethod, jaccard, load_minilm
 from sklearn.metrics.pairwise import paired_cosine_distances
 
-from embedlab.evaluation.alignsim.perturb import SamplingConfig, build_perturbation_set
-from embedlab.evaluation.alignsim.runner import run_method
+from embedlab.evaluation import evaluate
+from embedlab.evaluation.alignsim.perturb import SamplingConfig
+from embedlab.evaluation.alignsim.task import AlignSimSetup, AlignSimTask, MethodResult
 
 CONFIG = SamplingConfig(seed=0, pairs_per_label=8, sentences=8, triplets=8, afin_pairs=8)
+SETUP = AlignSimSetup(sampling=CONFIG)
+
+
+def _run(method, setup: AlignSimSetup) -> MethodResult:
+    tasks = setup.tasks()
+    return MethodResult.collect(method, evaluate([method], tasks, log=lambda message: None).records, tasks)
 
 
 @pytest.fixture(scope="module")
 def sets():
-    return {name: build_perturbation_set(name, CONFIG) for name in ("qqp", "paws", "mrpc", "afin")}
+    return {name: SETUP.perturbations(name) for name in ("qqp", "paws", "mrpc", "afin")}
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +32,11 @@ def st_minilm():
 
 
 @pytest.fixture(scope="module")
-def minilm_run(sets, st_minilm):
-    method = RecordingMethod(st_minilm)
-    return method, run_method(method, sets, {1, 2, 3, 4, 5})
+def minilm_run(sets, st_minilm, tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:  # a fresh encoding cache, so every encode call is seen
+        patch.setenv("EMBEDLAB_CACHE", str(tmp_path_factory.mktemp("alignsim-cache")))
+        method = RecordingMethod(st_minilm)
+        return method, _run(method, SETUP)
 
 
 def _cosine(model, pairs):
@@ -84,11 +93,12 @@ def test_every_criterion_reports_and_counts_skips(sets, minilm_run):
     assert margins.dtype == np.float32 and np.abs(margins).max() <= 1.0
 
 
-def test_pairwise_method_uses_its_own_similarity_and_skips_ned(sets):
+def test_pairwise_method_uses_its_own_similarity_and_skips_ned(sets, tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
     method = JaccardPairwise()
-    chosen = {name: sets[name] for name in ("qqp", "mrpc")}
-    result = run_method(method, chosen, {1, 3})
+    result = _run(method, AlignSimSetup(criteria=(1, 3), datasets=("qqp", "mrpc"), sampling=CONFIG))
     assert len(method.calls) == 2  # one similarity() call per dataset
+    assert {r.dataset for r in result.records} == {"qqp", "mrpc"}  # no α without criteria 2 and 4
     assert not any(r.metric.startswith("ned") for r in result.records)
     assert any("NED is skipped" in note for note in result.notes)
     items = sets["mrpc"].items["c1"]
@@ -96,8 +106,20 @@ def test_pairwise_method_uses_its_own_similarity_and_skips_ned(sets):
     assert result.value("mrpc", "c1", "sim_pos_mean") == pytest.approx(expected, abs=1e-6)
 
 
-def test_adjusted_criteria_need_random_pairs_of_all_three_datasets(sets):
-    with pytest.raises(ValueError, match="random pairs"):
-        run_method(JaccardPairwise(), {"afin": sets["afin"]}, {4})
+def test_adjusted_criteria_score_random_pairs_of_all_three_datasets():
+    setup = AlignSimSetup(criteria=(4,), datasets=("afin",), sampling=CONFIG)
+    assert setup.scored_datasets() == ["afin", "qqp", "paws", "mrpc"]
+    assert setup.kinds("qqp") == {"c1"} and setup.kinds("afin") == {"c4"}
+    assert [task.dataset for task in setup.tasks()] == ["afin", "all"]
     with pytest.raises(ValueError, match="unknown ALIGN-SIM criteria"):
-        run_method(JaccardPairwise(), sets, {6})
+        AlignSimSetup(criteria=(6,))
+    with pytest.raises(ValueError, match="only with criterion 2 or 4"):
+        AlignSimTask("all", setup=AlignSimSetup(criteria=(1,)))
+
+
+def test_headlines_and_settings_are_declared():
+    assert AlignSimTask.headline_of("mrpc") == "sim_diff_mean" and AlignSimTask.headline_of("afin") == "sim_adjusted"
+    assert AlignSimTask.metric("sim_pass@0.3").description.startswith("C1/3/5")
+    assert AlignSimTask("mrpc").settings() == {}
+    assert AlignSimTask("mrpc", setup=SETUP).settings() == {"sampling": {
+        "seed": 0, "pairs_per_label": 8, "sentences": 8, "triplets": 8, "afin_pairs": 8}}

@@ -1,0 +1,377 @@
+"""The five ALIGN-SIM criteria as a task of the harness (paper §4, §5.2–5.3, Appendix A.5).
+
+``AlignSimTask(dataset)`` scores one dataset's perturbation items (QQP, PAWS-Wiki, MRPC: criteria 1,
+2, 3, 5; AFIN: criterion 4); ``AlignSimTask("all")`` records the adjustment factors α (Eq. 1) and the
+mean random-pair NED (Eq. 2) over the three paraphrase datasets. :func:`embedlab.evaluation.evaluate`
+runs them like every other task: same results database, same reuse, same encoding cache.
+
+Every task of one run shares an :class:`AlignSimSetup` (criteria, reported datasets, sampling, ε
+grids). It fixes which perturbation kinds each dataset contributes, so each dataset's distinct texts go
+to ONE ``encode()`` (the shared scorer, cached on disk): methods that fit statistics on their input
+(idf, whitening, quantile post-processing) then see one consistent text population. Criteria 2 and 4
+are scaled by α and β, which need the random pairs of all three paraphrase datasets, so those are
+scored whenever criterion 2 or 4 is requested, whether or not criterion 1 or the dataset is. Pairwise
+methods (token matching) have no vectors: their own similarity stands in for cosine and NED is skipped.
+
+Per-item margins (for the ε-histograms) are kept in ``runtime.ArrayStore("alignsim-margins")`` beside
+the records, so a report can be drawn from reused results too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+
+from embedlab import runtime
+from embedlab.evaluation.alignsim import metrics
+from embedlab.evaluation.alignsim.perturb import N_VALUES, PerturbationSet, SamplingConfig, build_perturbation_set
+from embedlab.evaluation.alignsim.sources import ALL_DATASETS, PARAPHRASE_DATASETS
+from embedlab.evaluation.base import Method, Metric, Task
+from embedlab.evaluation.records import Record
+from embedlab.evaluation.scoring import PairScorer
+
+TASK = "alignsim"
+ADJUSTMENT = "all"  # the pseudo-dataset of the α / β adjustment records
+CRITERIA = (1, 2, 3, 4, 5)
+CRITERION_NAMES = {
+    1: "semantic distinction",
+    2: "synonym replacement",
+    3: "paraphrase vs antonym replacement",
+    4: "paraphrase without negation",
+    5: "paraphrase vs sentence jumbling",
+}
+MARGIN_SUBSETS = ("c1", "c3") + tuple(f"c5/n={n}" for n in N_VALUES)
+_MARGINS = runtime.ArrayStore("alignsim-margins")
+
+
+@dataclass(frozen=True)
+class AlignSimSetup:
+    """What one ALIGN-SIM run compares; shared by its tasks so each dataset is encoded once.
+
+    ``datasets`` are the reported ones; ``folder``, when given, holds the perturbation sets as JSON lines
+    (reused when their sampling matches, else built and written there).
+    """
+
+    criteria: tuple[int, ...] = CRITERIA
+    datasets: tuple[str, ...] = ALL_DATASETS
+    sampling: SamplingConfig = SamplingConfig()
+    cosine_epsilons: tuple[float, ...] = metrics.COSINE_EPSILONS
+    ned_epsilons: tuple[float, ...] = metrics.NED_EPSILONS
+    batch_size: int = 32
+    folder: Path | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.criteria) - set(CRITERIA)
+        if unknown:
+            raise ValueError(f"unknown ALIGN-SIM criteria {sorted(unknown)}; choose from {list(CRITERIA)}")
+        bad = [d for d in self.datasets if d not in ALL_DATASETS]
+        if bad:
+            raise ValueError(f"unknown ALIGN-SIM dataset(s) {bad}; choose from {', '.join(ALL_DATASETS)}")
+
+    @property
+    def adjusted(self) -> bool:
+        """Whether criteria 2 or 4 are requested, which need α and β."""
+        return bool(set(self.criteria) & {2, 4})
+
+    def kinds(self, dataset: str) -> frozenset[str]:
+        """The perturbation kinds ``dataset`` contributes: the requested criteria it has, plus criterion 1's
+        random pairs of every paraphrase dataset when α / β are needed."""
+        kinds = {f"c{c}" for c in self.criteria} if dataset in self.datasets else set()
+        if dataset in PARAPHRASE_DATASETS and self.adjusted:
+            kinds.add("c1")
+        return frozenset(kinds & {"c4"} if dataset == "afin" else kinds - {"c4"})
+
+    def scored_datasets(self) -> list[str]:
+        """Every dataset this run scores: the reported ones and those α / β need."""
+        extra = [d for d in PARAPHRASE_DATASETS if d not in self.datasets] if self.adjusted else []
+        return [d for d in list(self.datasets) + extra if self.kinds(d)]
+
+    def tasks(self) -> list[AlignSimTask]:
+        """The harness tasks of this run: one per reported dataset with items, and the adjustment factors."""
+        names = [d for d in self.datasets if self.kinds(d)] + ([ADJUSTMENT] if self.adjusted else [])
+        return [AlignSimTask(name, setup=self) for name in names]
+
+    def perturbations(self, dataset: str) -> PerturbationSet:
+        """The seeded perturbation set of ``dataset`` with the kinds this run needs (memoised per process)."""
+        kinds = self.kinds(dataset)
+        return runtime.memo("alignsim.perturbations", maxsize=8).get(
+            (dataset, self.sampling, kinds, self.folder), lambda: self._load_or_build(dataset, kinds))
+
+    def _load_or_build(self, dataset: str, kinds: frozenset[str]) -> PerturbationSet:
+        if self.folder is not None:
+            try:
+                stored = PerturbationSet.load(self.folder, dataset)
+            except FileNotFoundError:
+                stored = None
+            # streams are independent per kind, so a stored superset holds the same items
+            if stored is not None and stored.config == self.sampling and kinds <= set(stored.items):
+                return stored
+        built = build_perturbation_set(dataset, self.sampling, set(kinds))
+        if self.folder is not None:
+            built.save(self.folder)
+        return built
+
+    def scorer(self, method: Method, dataset: str) -> PairScorer:
+        """Similarity (and vectors) of every pair ``dataset`` compares, from one encode of its texts."""
+        return PairScorer(method, _needed_pairs(self.perturbations(dataset), self.kinds(dataset)),
+                          batch_size=self.batch_size)
+
+    def settings(self) -> dict:
+        """The fields that change the numbers and differ from the defaults (JSON-able)."""
+        default = AlignSimSetup()
+        out = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name not in ("batch_size", "folder") and value != getattr(default, item.name):
+                out[item.name] = asdict(value) if isinstance(value, SamplingConfig) else list(value)
+        return out
+
+
+def _needed_pairs(perturbations: PerturbationSet, kinds: frozenset[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for kind in sorted(kinds):
+        for item in perturbations.items.get(kind, []):
+            if kind == "c1":
+                pairs.append((item["text_a"], item["text_b"]))
+            else:
+                pairs.append((item["original"], item["perturbed"]))
+                if "paraphrase" in item:
+                    pairs.append((item["original"], item["paraphrase"]))
+    return pairs
+
+
+def _ned(scorer: PairScorer, pairs: list[tuple[str, str]]) -> np.ndarray | None:
+    return None if scorer.pairwise else metrics.ned(*scorer.vectors(pairs))
+
+
+def _c1_pairs(perturbations: PerturbationSet, kind: str) -> list[tuple[str, str]]:
+    return [(i["text_a"], i["text_b"]) for i in perturbations.items["c1"] if i["kind"] == kind]
+
+
+_SIM = "similarity (cosine, or a pairwise method's own score)"
+_PASS = "share of items whose margin exceeds ε, 0–1"
+
+
+class AlignSimTask(Task):
+    """One ALIGN-SIM dataset (qqp, paws, mrpc, afin) or ``all``, the α / β adjustment factors."""
+
+    name = TASK
+    description = "ALIGN-SIM: five task-free semantic-alignment criteria (Mahajan et al., §4–5)"
+    datasets = ALL_DATASETS + (ADJUSTMENT,)
+    options = ("seed",)
+    needs_vectors = False
+    headline = "sim_diff_mean"
+    metrics = {
+        "sim_pos_mean": Metric(f"C1: mean {_SIM} of paraphrase pairs", ""),
+        "sim_rnd_mean": Metric(f"C1: mean {_SIM} of random pairs", "lower"),
+        "sim_diff_mean": Metric("C1: mean Sim of paraphrases − mean Sim of random pairs (Table 6 Diff)"),
+        "ned_pos_mean": Metric("C1: mean NED of paraphrase pairs, 0–1", ""),
+        "ned_rnd_mean": Metric("C1: mean NED of random pairs, 0–1", ""),
+        "ned_diff_mean": Metric("C1: mean NED of paraphrases − mean NED of random pairs (Table 7 Diff)", "lower"),
+        "sim_margin_mean": Metric("C1/3/5: mean similarity margin, positive = aligned with human expectation"),
+        "ned_margin_mean": Metric("C1/3/5: mean NED margin, positive = aligned with human expectation"),
+        "sim_pass_avg": Metric(f"C1/3/5: {_PASS} (similarity), averaged over the ε grid (Table 3)"),
+        "ned_pass_avg": Metric(f"C1/3/5: {_PASS} (NED), averaged over the ε grid (Table 3)"),
+        "sim_pass@": Metric(f"C1/3/5: {_PASS} (similarity) at this ε"),
+        "ned_pass@": Metric(f"C1/3/5: {_PASS} (NED) at this ε"),
+        "sim_para_mean": Metric(f"C3/5: mean {_SIM} of S and its paraphrase", ""),
+        "sim_perturbed_mean": Metric(f"C3/5: mean {_SIM} of S and its antonym / jumbled version", "lower"),
+        "ned_para_mean": Metric("C3/5: mean NED of S and its paraphrase, 0–1", ""),
+        "ned_perturbed_mean": Metric("C3/5: mean NED of S and its antonym / jumbled version, 0–1", ""),
+        "sim_mean": Metric(f"C2/4: mean {_SIM} of S and its synonym-replaced / affirmative version"),
+        "sim_adjusted": Metric("C2/4: α × mean similarity (Eq. 1; Tables 4, 5)"),
+        "ned_mean": Metric("C2/4: mean NED of S and its synonym-replaced / affirmative version, 0–1", "lower"),
+        "ned_adjusted": Metric("C2/4: β-adjusted NED, 1 − (1 − NED)(1 − r) (Eq. 2; Tables 8, 9)", "lower"),
+        "skipped": Metric("sentences that could not be perturbed (no replaceable word, too short)", "", "count"),
+        "alpha": Metric("α = 1 − mean random-pair similarity over QQP, PAWS, MRPC (Eq. 1)"),
+        "random_ned": Metric("mean random-pair NED over QQP, PAWS, MRPC (Eq. 2's r), 0–1"),
+    }
+
+    def __init__(self, dataset: str, *, seed: int = 0, setup: AlignSimSetup | None = None) -> None:
+        super().__init__(dataset)
+        self.setup = setup if setup is not None else AlignSimSetup(sampling=SamplingConfig(seed=seed))
+        if dataset not in self.datasets:
+            raise ValueError(f"unknown ALIGN-SIM dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
+        if dataset == ADJUSTMENT and not self.setup.adjusted:
+            raise ValueError("the ALIGN-SIM adjustment factors are computed only with criterion 2 or 4")
+
+    @classmethod
+    def headline_of(cls, dataset: str) -> str:
+        return {"afin": "sim_adjusted", ADJUSTMENT: "alpha"}.get(dataset, cls.headline)
+
+    @classmethod
+    def metric(cls, name: str) -> Metric:
+        return super().metric(name.partition("@")[0] + "@" if "@" in name else name)
+
+    def settings(self) -> dict:
+        return self.setup.settings()
+
+    def run(self, method: Method) -> list[Record]:
+        self.check(method)
+        records: list[Record] = []
+        add = lambda subset, metric, value, n: records.append(self.record(method, subset, metric, value, n))  # noqa: E731
+        if self.dataset == ADJUSTMENT:
+            alpha, random_ned, counts = self.adjustment(method)
+            add("adjustment", "alpha", alpha, counts[0])
+            if random_ned is not None:
+                add("adjustment", "random_ned", random_ned, counts[1])
+            return records
+        setup, dataset = self.setup, self.dataset
+        perturbations, kinds = setup.perturbations(dataset), setup.kinds(dataset)
+        scorer = setup.scorer(method, dataset)
+        alpha = random_ned = None
+        if setup.adjusted and kinds & {"c2", "c4"}:
+            alpha, random_ned, _ = self.adjustment(method)
+
+        def rate(subset: str, metric: str, margins: np.ndarray, epsilons: tuple[float, ...]) -> None:
+            margins = margins.astype(np.float32)
+            rates = metrics.pass_rates(margins, epsilons)
+            _MARGINS.save(self._margin_key(method, subset, metric), margins)
+            add(subset, f"{metric}_margin_mean", float(np.mean(margins)), len(margins))
+            add(subset, f"{metric}_pass_avg", float(np.mean(rates)), len(margins))
+            for eps, value in zip(epsilons, rates):
+                add(subset, f"{metric}_pass@{eps:g}", float(value), len(margins))
+
+        def plain_pairs(subset: str, items: list[dict], skipped: int | None) -> None:
+            if not items:
+                if skipped is not None:
+                    add(subset, "skipped", skipped, skipped)
+                return
+            pairs = [(i["original"], i["perturbed"]) for i in items]
+            similarity = float(np.mean(scorer.similarity(pairs)))
+            add(subset, "sim_mean", similarity, len(pairs))
+            add(subset, "sim_adjusted", metrics.alpha_adjusted(similarity, alpha), len(pairs))
+            distances = _ned(scorer, pairs)
+            if distances is not None:
+                add(subset, "ned_mean", np.mean(distances), len(pairs))
+                add(subset, "ned_adjusted", metrics.beta_adjusted(float(np.mean(distances)), random_ned), len(pairs))
+            if skipped is not None:
+                add(subset, "skipped", skipped, len(pairs) + skipped)
+
+        def triplets(subset: str, items: list[dict], skipped: int) -> None:
+            if not items:
+                add(subset, "skipped", skipped, skipped)
+                return
+            paraphrase = [(i["original"], i["paraphrase"]) for i in items]
+            perturbed = [(i["original"], i["perturbed"]) for i in items]
+            similarity_paraphrase, similarity_perturbed = scorer.similarity(paraphrase), scorer.similarity(perturbed)
+            add(subset, "sim_para_mean", np.mean(similarity_paraphrase), len(items))
+            add(subset, "sim_perturbed_mean", np.mean(similarity_perturbed), len(items))
+            rate(subset, "sim", similarity_paraphrase - similarity_perturbed, setup.cosine_epsilons)
+            ned_paraphrase, ned_perturbed = _ned(scorer, paraphrase), _ned(scorer, perturbed)
+            if ned_paraphrase is not None:
+                add(subset, "ned_para_mean", np.mean(ned_paraphrase), len(items))
+                add(subset, "ned_perturbed_mean", np.mean(ned_perturbed), len(items))
+                rate(subset, "ned", ned_perturbed - ned_paraphrase, setup.ned_epsilons)
+            add(subset, "skipped", skipped, len(items) + skipped)
+
+        if 1 in setup.criteria and "c1" in kinds:
+            positive, random = _c1_pairs(perturbations, "positive"), _c1_pairs(perturbations, "random")
+            similarity_positive, similarity_random = scorer.similarity(positive), scorer.similarity(random)
+            count = min(len(positive), len(random))  # margins pair the i-th positive with the i-th random pair
+            add("c1", "sim_pos_mean", np.mean(similarity_positive), len(positive))
+            add("c1", "sim_rnd_mean", np.mean(similarity_random), len(random))
+            add("c1", "sim_diff_mean", np.mean(similarity_positive) - np.mean(similarity_random), count)
+            rate("c1", "sim", similarity_positive[:count] - similarity_random[:count], setup.cosine_epsilons)
+            ned_positive, ned_random = _ned(scorer, positive), _ned(scorer, random)
+            if ned_positive is not None:
+                add("c1", "ned_pos_mean", np.mean(ned_positive), len(positive))
+                add("c1", "ned_rnd_mean", np.mean(ned_random), len(random))
+                add("c1", "ned_diff_mean", np.mean(ned_positive) - np.mean(ned_random), count)
+                rate("c1", "ned", ned_random[:count] - ned_positive[:count], setup.ned_epsilons)
+        for n in N_VALUES if "c2" in kinds else ():
+            subset = f"c2/n={n}"
+            plain_pairs(subset, [i for i in perturbations.items["c2"] if i["n"] == n], perturbations.skipped.get(subset, 0))
+        if "c3" in kinds:
+            triplets("c3", perturbations.items["c3"], perturbations.skipped.get("c3", 0))
+        if "c4" in kinds:
+            plain_pairs("c4", perturbations.items["c4"], None)
+        for n in N_VALUES if "c5" in kinds else ():
+            subset = f"c5/n={n}"
+            triplets(subset, [i for i in perturbations.items["c5"] if i["n"] == n], perturbations.skipped.get(subset, 0))
+        return records
+
+    def adjustment(self, method: Method) -> tuple[float, float | None, tuple[int, int]]:
+        """(α, mean random-pair NED or None for pairwise methods, (pairs behind α, pairs behind the NED))."""
+        similarities, distances = [], []
+        for dataset in PARAPHRASE_DATASETS:
+            scorer = self.setup.scorer(method, dataset)
+            random = _c1_pairs(self.setup.perturbations(dataset), "random")
+            similarities.append(scorer.similarity(random))
+            if (ned := _ned(scorer, random)) is not None:
+                distances.append(ned)
+        random_ned = metrics.random_ned_level(distances) if distances else None
+        counts = (sum(len(s) for s in similarities), sum(len(d) for d in distances))
+        return metrics.alpha(similarities), random_ned, counts
+
+    def _margin_key(self, method: Method, subset: str, metric: str) -> str:
+        return runtime.cache_key(method.spec, method.fingerprint, self.dataset, subset, metric, self.settings())
+
+    def margins(self, method: Method) -> dict[tuple[str, str, str], np.ndarray]:
+        """The stored per-item margins of ``method`` on this dataset, by (dataset, subset, metric)."""
+        found = {}
+        for subset in MARGIN_SUBSETS:
+            for metric in ("sim", "ned"):
+                array = _MARGINS.load(self._margin_key(method, subset, metric))
+                if array is not None:
+                    found[(self.dataset, subset, metric)] = array
+        return found
+
+
+@dataclass
+class MethodResult:
+    """What one method scored on ALIGN-SIM: records, per-item margins for the histograms, notes."""
+
+    method: str
+    records: list[Record] = field(default_factory=list)
+    margins: dict[tuple[str, str, str], np.ndarray] = field(default_factory=dict)  # (dataset, subset, metric)
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def collect(cls, method: Method, records: list[Record], tasks: list[AlignSimTask]) -> MethodResult:
+        """The ALIGN-SIM records of ``method`` among ``records`` (e.g. an evaluate() run), with the margins
+        its tasks stored and notes on what could not be scored."""
+        mine = [r for r in records if r.method == method.spec and r.task == TASK]
+        result = cls(method.spec, mine)
+        for task in tasks:
+            result.margins.update(task.margins(method))
+        if method.pairwise:
+            result.notes.append(f"{method.spec} is a pairwise method: its own similarity stands in for cosine; NED is skipped.")
+        scored = {(r.dataset, r.subset) for r in mine if r.metric != "skipped"}
+        for r in mine:
+            if r.metric == "skipped" and (r.dataset, r.subset) not in scored:
+                result.notes.append(f"{r.dataset} {r.subset}: no items (all {int(r.value)} sentences skipped)")
+        return result
+
+    def save(self, folder: Path) -> Path:
+        """Write ``<slug>.json`` (records, notes) and ``<slug>.npz`` (margins) so reports can combine runs."""
+        folder.mkdir(parents=True, exist_ok=True)
+        slug = re.sub(r"[^A-Za-z0-9._+=-]+", "_", self.method)
+        keys = sorted(self.margins)
+        payload = {
+            "method": self.method,
+            "records": [r.as_dict() for r in self.records],
+            "notes": self.notes,
+            "margins": ["|".join(key) for key in keys],
+        }
+        path = folder / f"{slug}.json"
+        path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        np.savez(folder / f"{slug}.npz", **{f"m{index}": self.margins[key] for index, key in enumerate(keys)})
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> MethodResult:
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+        arrays = np.load(Path(path).with_suffix(".npz"), allow_pickle=False)
+        margins = {tuple(key.split("|")): arrays[f"m{index}"] for index, key in enumerate(payload["margins"])}
+        return cls(payload["method"], [Record(**r) for r in payload["records"]], margins, payload["notes"])
+
+    def value(self, dataset: str, subset: str, metric: str) -> float | None:
+        for record in self.records:
+            if (record.dataset, record.subset, record.metric) == (dataset, subset, metric):
+                return record.value
+        return None

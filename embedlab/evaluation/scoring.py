@@ -1,0 +1,133 @@
+"""The one scorer every task uses: encode each distinct text once, index back; or score pairs.
+
+Some methods fit statistics on the texts of one ``encode()`` call (idf over the target texts,
+target-fitted post-processing; paper 2 §2), so a task hands the scorer every text of its dataset (all
+splits, both sides of every pair, every perturbation) and the scorer calls ``encode`` ONCE on the
+distinct texts, in first-seen order, then gives each list its rows back. Pairwise methods
+(``method.pairwise``, e.g. token matching) have no vectors: they get one ``similarity()`` call on the
+distinct pairs, and their score stands in for the cosine.
+
+Encodings and pair scores are cached on disk through ``runtime.ArrayStore("eval")`` (checksummed,
+atomic), keyed by method spec, model fingerprint and a digest of the text list, so reruns and
+interrupted runs recompute nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from embedlab import runtime
+from embedlab.evaluation.base import Method, NotApplicableError
+
+_STORE = runtime.ArrayStore("eval")
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length in float64 (zero rows stay zero), so products are cosines.
+
+    Float64, not the methods' float32: seed 0's products are compared for exact ties (``≤``)."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def cosines(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Row-wise cosine of two row-aligned arrays (float64; a zero row gives 0)."""
+    return np.einsum("ij,ij->i", unit_rows(first), unit_rows(second))
+
+
+def _cache_key(method: Method, kind: str, texts: Sequence[str]) -> str:
+    return runtime.cache_key(kind, method.spec, method.fingerprint, runtime.texts_digest(texts))
+
+
+def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
+    """``method.encode(texts)`` in ONE call (float32, one row per text), cached on disk."""
+    if method.pairwise:
+        raise NotApplicableError(f"{method.spec!r} is a pairwise method and produces no embedding vectors")
+    texts = list(texts)
+
+    def compute() -> np.ndarray:
+        vectors = np.asarray(method.encode(texts, batch_size=batch_size, show_progress_bar=False), dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise ValueError(f"{method.spec!r}.encode returned shape {vectors.shape} for {len(texts)} texts")
+        if not np.all(np.isfinite(vectors)):
+            bad = int(np.flatnonzero(~np.all(np.isfinite(vectors), axis=1))[0])
+            raise ValueError(f"{method.spec!r}.encode returned a non-finite embedding for text {bad}: {texts[bad][:80]!r}")
+        return vectors
+
+    return _STORE.get(_cache_key(method, "encode", texts), compute)
+
+
+def _score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int) -> np.ndarray:
+    """``method.similarity(pairs)`` in ONE call (float32, one score per pair), cached on disk."""
+
+    def compute() -> np.ndarray:
+        scores = np.asarray(method.similarity(pairs, batch_size=batch_size, show_progress_bar=False), dtype=np.float32)
+        if scores.shape != (len(pairs),):
+            raise ValueError(f"{method.spec!r}.similarity returned shape {scores.shape} for {len(pairs)} pairs")
+        if not np.all(np.isfinite(scores)):
+            bad = int(np.flatnonzero(~np.isfinite(scores))[0])
+            raise ValueError(f"{method.spec!r}.similarity returned a non-finite score for pair {bad}")
+        return scores
+
+    return _STORE.get(_cache_key(method, "similarity", [text for pair in pairs for text in pair]), compute)
+
+
+class Encoded:
+    """The embeddings of the distinct texts of several lists, from one ``encode`` call; rows by text."""
+
+    def __init__(self, method: Method, *text_lists: Sequence[str], batch_size: int = 32) -> None:
+        self.row: dict[str, int] = {}
+        for texts in text_lists:
+            for text in texts:
+                self.row.setdefault(text, len(self.row))
+        self.texts = list(self.row)
+        self.vectors = encode_texts(method, self.texts, batch_size=batch_size)
+
+    def rows(self, texts: Sequence[str]) -> np.ndarray:
+        """The embeddings of ``texts`` (row-aligned; repeated texts repeat their row)."""
+        return self.vectors[np.fromiter((self.row[t] for t in texts), dtype=np.int64, count=len(texts))]
+
+
+def embed(method: Method, *text_lists: Sequence[str]) -> list[np.ndarray]:
+    """Encode the union of several text lists once; one row-aligned float32 array per list."""
+    encoded = Encoded(method, *text_lists)
+    return [encoded.rows(texts) for texts in text_lists]
+
+
+class PairScorer:
+    """The similarity (cosine, or a pairwise method's own score) of any pair among ``pair_lists``, from one
+    ``encode()`` of their distinct texts or one ``similarity()`` call on the distinct pairs.
+
+    Texts are encoded in the order: first texts of the first list, its second texts, then the next list."""
+
+    def __init__(self, method: Method, *pair_lists: Sequence[tuple[str, str]], batch_size: int = 32) -> None:
+        self.pairwise = bool(method.pairwise)
+        if self.pairwise:
+            distinct = list(dict.fromkeys(pair for pairs in pair_lists for pair in pairs))
+            self._scores = dict(zip(distinct, _score_pairs(method, distinct, batch_size).astype(np.float64)))
+        else:
+            sides = [[pair[side] for pair in pairs] for pairs in pair_lists for side in (0, 1)]
+            self._encoded = Encoded(method, *sides, batch_size=batch_size)
+
+    def vectors(self, pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+        """The (first, second) embeddings of ``pairs``; only for vector methods."""
+        if self.pairwise:
+            raise NotApplicableError("a pairwise method has no embedding vectors")
+        return self._encoded.rows([a for a, _ in pairs]), self._encoded.rows([b for _, b in pairs])
+
+    def similarity(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """Float64 similarity of each pair: the cosine of its embeddings, or the pairwise method's score."""
+        if self.pairwise:
+            return np.array([self._scores[pair] for pair in pairs], dtype=np.float64)
+        return cosines(*self.vectors(pairs))
+
+
+def pair_scores(method: Method, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
+    """The similarity of each (first[i], second[i]) pair (see :class:`PairScorer`)."""
+    if len(first) != len(second):
+        raise ValueError(f"{len(first)} first texts but {len(second)} second texts")
+    pairs = list(zip(first, second))
+    return PairScorer(method, pairs).similarity(pairs)

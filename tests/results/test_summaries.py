@@ -1,0 +1,33 @@
+"""Tests for embedlab.results.summaries: each dataset's headline number, as its task declares it, and averages."""
+
+from __future__ import annotations
+
+import pytest
+
+from embedlab.evaluation.records import Record
+from embedlab.results.summaries import headline_records, summary_records
+
+from .test_report import records
+
+
+def test_headline_and_summary() -> None:
+    headline = headline_records(records())
+    assert ("sts12", "MSRpar") not in {(r.dataset, r.subset) for r in headline}  # STS12-16: the pooled "all"
+    summary = {(r.method, r.task): r for r in summary_records(records())}
+    assert summary[("a", "sts")].value == pytest.approx((0.7 + 0.8) / 2) and summary[("a", "sts")].n == 2
+    assert summary[("b", "sts")].value == pytest.approx(0.9)
+    assert summary[("a", "clustering")].value == pytest.approx(0.6)
+    assert summary[("a", "triplets")].metric == "error"
+
+
+def test_headlines_follow_each_tasks_declaration() -> None:
+    rows = [
+        Record("m", "alignsim", "mrpc", "c1", "sim_diff_mean", 0.77, 1194),
+        Record("m", "alignsim", "mrpc", "c1", "sim_pass_avg", 0.82, 1194),
+        Record("m", "alignsim", "afin", "c4", "sim_adjusted", 0.69, 3001),
+        Record("m", "alignsim", "all", "adjustment", "alpha", 0.95, 9000),
+        Record("m", "triplets", "sts", "vs other", "intersection", 0.5, 10),
+        Record("m", "unknown-task", "x", "all", "score", 1.0, 1),
+    ]
+    assert [(r.dataset, r.metric) for r in headline_records(rows)] == [
+        ("mrpc", "sim_diff_mean"), ("afin", "sim_adjusted"), ("all", "alpha")]
