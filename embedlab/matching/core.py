@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from embedlab.methods.base import EmbeddingMethod, Family, check_texts
-from embedlab.methods.core import LAYERS_OPTION, POOLED_FAMILY, PooledMethod
+from embedlab.methods.pooled import LAYERS_OPTION, POOLED_FAMILY, PooledMethod
 from embedlab.models import LoadedModel, load_model
 from embedlab.pooling.aggregation import FlatTokens, select_tokens
 from embedlab.spec import MethodSpec, Option, SpecError, build_spec
