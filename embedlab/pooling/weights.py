@@ -121,8 +121,11 @@ def subword_token_mask(tokenizer) -> np.ndarray:
 
 
 def excluded_vocabulary(tokenizer, filters: str) -> np.ndarray | None:
-    """(V,) bool: the vocabulary tokens the ``filter`` option drops (``none``, ``biases`` or a '+'-joined
-    subset of :data:`FILTERS`); None when nothing is dropped. Remembered per vocabulary and choice."""
+    """(V,) bool, read-only: the vocabulary tokens that ``filters`` drops; None when it is ``none``.
+
+    ``filters`` is ``none``, ``biases`` (all of :data:`FILTERS`) or a '+'-joined subset of them. The mask is
+    remembered per vocabulary and choice: every configuration with the same filter shares it.
+    """
     if filters == "none":
         return None
     return _EXCLUDED_VOCABULARIES.get((_tokenizer_key(tokenizer), filters), lambda: _excluded_mask(tokenizer, filters))
