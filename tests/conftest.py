@@ -35,7 +35,7 @@ def sts_sentences(sts_test_rows) -> list[str]:
 def isolated_cache(tmp_path, monkeypatch):
     """A private, empty cache root for tests that inspect or damage cache entries."""
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
-    from embedlab.tokens import states as token_states
+    from embedlab import runtime
 
-    monkeypatch.setattr(token_states, "_STORES", {})
+    runtime.clear()  # no token states remembered in memory from another cache
     return tmp_path / "cache"

@@ -66,3 +66,21 @@ def test_split_zip_is_joined_checked_and_unpacked(tmp_path):
     assert not (tmp_path / "again").exists()
     with pytest.raises(ModelNotFoundError, match="do not join"):
         join_split_zip(parts[::-1], tmp_path / "reversed")
+
+
+def test_check_model_fails_early_and_cheaply():
+    from embedlab.models import check_model
+
+    check_model("minilm")
+    with pytest.raises(ModelNotFoundError, match="unknown or unavailable model 'no-such-model'"):
+        check_model("no-such-model")
+
+
+def test_loaded_models_are_shared_until_the_runtime_is_cleared():
+    from embedlab import runtime
+
+    first = load_model("minilm")
+    assert load_model("minilm") is first
+    runtime.clear()
+    again = load_model("minilm")
+    assert again is not first and again.fingerprint == first.fingerprint

@@ -26,7 +26,7 @@ from safetensors.numpy import save as save_numpy
 from embedlab.matching.explain import MatchExplanation, explain_pair
 from embedlab.matching.scoring import MODES, SCORES, TextSide, score_sides
 from embedlab.methods.base import EmbeddingMethod, Family, check_texts, unit_rows
-from embedlab.methods.core import LAYERS_OPTION, POOLED_FAMILY, PooledMethod
+from embedlab.methods.pooled import LAYERS_OPTION, POOLED_FAMILY, PooledMethod
 from embedlab.models import LoadedModel, load_model
 from embedlab.pooling.aggregation import FlatTokens, select_tokens
 from embedlab.pooling.weights import reference_token_statistics

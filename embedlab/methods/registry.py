@@ -1,17 +1,23 @@
 """The one registry: every method family, the presets, and ``load(spec)``.
 
-Families are listed explicitly here (no plugin loading): the pooling paper's families and the
-sentence-transformers baseline (:mod:`embedlab.methods.core`), the neural family
-(:mod:`embedlab.neural.family`) and token-level matching (:mod:`embedlab.matching.method`).
-A new family is one :class:`~embedlab.methods.base.Family` in its own module plus one line in ``FAMILIES``.
+Families are listed explicitly here (no plugin loading): the pooling paper's families
+(:mod:`embedlab.methods.pooled`), the sentence-transformers baseline (:mod:`embedlab.methods.st`), the
+neural family (:mod:`embedlab.neural.family`) and token-level matching (:mod:`embedlab.matching.method`).
+A new family is one :class:`~embedlab.methods.base.Family` in its own module plus one line in ``FAMILIES``;
+a new preset is one line in ``PRESETS``.
+
+Wherever a spec is accepted, a preset name (``best-sts``) stands for its spec. Models are checked when a
+method is built, so an unknown or uninstalled model fails in :func:`load` with the list of named models.
 """
 
 from __future__ import annotations
 
 from embedlab.matching.method import MATCH_FAMILY
 from embedlab.methods.base import EmbeddingMethod, Family
-from embedlab.methods.core import POOLED_FAMILIES, ST_FAMILY, ConcatMethod
-from embedlab.models import NAMED_MODELS
+from embedlab.methods.concat import ConcatMethod
+from embedlab.methods.pooled import POOLED_FAMILIES
+from embedlab.methods.st import ST_FAMILY
+from embedlab.models import NAMED_MODELS, check_model
 from embedlab.neural.family import NEURAL_FAMILY
 from embedlab.spec import POOLED, ConcatSpec, FamilySchema, MethodSpec, parse_spec
 
@@ -33,16 +39,20 @@ PRESETS: dict[str, tuple[str, str]] = {
 
 
 def parse(spec: str) -> MethodSpec | ConcatSpec:
-    """The parsed, canonical form of a spec string (``str(parse(s))`` is its canonical text)."""
+    """The parsed, canonical form of a spec string or preset name (``str(parse(s))`` is its canonical text)."""
+    if isinstance(spec, str) and spec in PRESETS:
+        spec = PRESETS[spec][0]
     return parse_spec(spec, SCHEMAS, NAMED_MODELS)
 
 
 def build(spec: MethodSpec) -> EmbeddingMethod:
+    """The method of one parsed spec; raises ModelNotFoundError now if its model cannot be loaded."""
+    check_model(spec.model)
     return FAMILIES[spec.family].build(spec)
 
 
 def load(spec: str) -> EmbeddingMethod:
-    """The method a spec string names, e.g. ``load("minilm:layers=1+last,post=quantile-u")``."""
+    """The method a spec string or preset names, e.g. ``load("minilm:layers=1+last,post=quantile-u")``, ``load("best-sts")``."""
     parsed = parse(spec)
     if isinstance(parsed, ConcatSpec):
         return ConcatMethod(parsed, [build(part) for part in parsed.parts])

@@ -1,8 +1,9 @@
-"""Token aggregation (pooling paper §3.1, §3.3, §4.2): from token states to one vector per text.
+"""Token selection, weights and aggregation (pooling paper §3.1, §3.3, §4.2): token vectors → one vector per text.
 
-All texts' tokens are laid out flat (``FlatTokens``) so that layer averaging, weighting, filtering and
-aggregation are a few vectorised numpy operations whatever the number of texts: many pooling
-configurations over the same cached states cost little next to one model run.
+All texts' tokens are laid out flat (``FlatTokens``, what a token source in :mod:`embedlab.pooling.sources`
+gives with its (T, d) token vectors) so that weighting, filtering and aggregation are a few vectorised
+numpy operations whatever the number of texts: many pooling configurations over the same cached states
+cost little next to one model run.
 
 Aggregations: ``mean`` (weighted, mask-aware), ``cls`` (each chunk's first token, averaged over chunks),
 ``max`` (element-wise over the kept tokens), ``mask`` (mean of the [MASK] tokens a template inserted),
@@ -38,22 +39,39 @@ class FlatTokens:
     special_ids: np.ndarray  # the ids ``special`` marks
 
     @classmethod
+    def from_token_ids(cls, sequences: Sequence[np.ndarray], special_ids: np.ndarray) -> FlatTokens:
+        """Texts known only by their token ids (static token sources): one chunk each, no template."""
+        return cls._laid_flat(sequences, None, None, special_ids)
+
+    @classmethod
     def from_states(cls, states: Sequence[TokenStates], special_ids: np.ndarray) -> FlatTokens:
-        lengths = np.array([item.num_tokens for item in states], dtype=np.int64)
+        """Texts run through the model: chunk boundaries and template [MASK] positions come with the states."""
+        return cls._laid_flat(
+            [item.token_ids for item in states],
+            np.concatenate([item.chunk_ids for item in states]) if states else None,
+            np.concatenate([item.template_mask for item in states]) if states else None,
+            special_ids,
+        )
+
+    @classmethod
+    def _laid_flat(
+        cls, sequences: Sequence[np.ndarray], chunk_ids: np.ndarray | None, template_mask: np.ndarray | None, special_ids: np.ndarray
+    ) -> FlatTokens:
+        lengths = np.array([len(ids) for ids in sequences], dtype=np.int64)
         empty = np.flatnonzero(lengths == 0)
         if empty.size:
             raise ValueError(f"text at index {int(empty[0])} has no tokens (empty text and a model without special tokens)")
-        token_ids = np.concatenate([item.token_ids for item in states])
-        chunk_ids = np.concatenate([item.chunk_ids for item in states])
+        token_ids = np.concatenate(sequences).astype(np.int64, copy=False) if sequences else np.zeros(0, np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)])
-        chunk_start = np.ones(len(token_ids), dtype=bool)
-        chunk_start[1:] = chunk_ids[1:] != chunk_ids[:-1]
+        chunk_start = np.zeros(len(token_ids), dtype=bool)
+        if chunk_ids is not None:
+            chunk_start[1:] = chunk_ids[1:] != chunk_ids[:-1]
         chunk_start[offsets[:-1]] = True
         return cls(
             token_ids=token_ids,
             offsets=offsets,
             chunk_start=chunk_start,
-            template_mask=np.concatenate([item.template_mask for item in states]),
+            template_mask=np.zeros(len(token_ids), dtype=bool) if template_mask is None else template_mask,
             special=np.isin(token_ids, special_ids),
             special_ids=np.asarray(special_ids),
         )
@@ -76,67 +94,6 @@ class FlatTokens:
         """
         selector = csr_matrix((weights, np.arange(len(weights)), self.offsets), shape=(self.num_texts, len(weights)))
         return np.asarray(selector @ matrix)
-
-
-def resolve_layers(layers: str, num_layers: int) -> tuple[int, ...]:
-    """``"1+last"`` -> (1, L); layers run from -1 (static token embeddings) to L."""
-    resolved = []
-    for item in layers.split("+"):
-        layer = num_layers if item == "last" else int(item)
-        if not -1 <= layer <= num_layers:
-            raise ValueError(f"layer {item} is outside -1..{num_layers} for this model")
-        resolved.append(layer)
-    return tuple(resolved)
-
-
-def layer_matrix(states: Sequence[TokenStates], layers: Sequence[int]) -> np.ndarray:
-    """(T, d): each token's vector averaged over ``layers`` (e.g. first+last, Eq. 3)."""
-    total = np.concatenate([item.layer(layers[0]) for item in states])
-    for layer in layers[1:]:
-        total = total + np.concatenate([item.layer(layer) for item in states])
-    return total / np.float32(len(layers)) if len(layers) > 1 else total
-
-
-class LayoutMemo:
-    """The flat layout and layer matrices of the most recent list of token states.
-
-    Many pooling configurations over the same texts receive the same ``TokenStates`` objects from the
-    store; laying them flat and concatenating their layers is then done once, not once per
-    configuration. The memo holds the states it was built from, so their ids cannot be reused while
-    it lives; matrices are kept up to ``matrix_limit_bytes``. Results are read-only arrays.
-    """
-
-    def __init__(self, matrix_limit_bytes: int = 1 << 30) -> None:
-        self.matrix_limit_bytes = matrix_limit_bytes
-        self._states: tuple[TokenStates, ...] = ()
-        self._identity: tuple[int, ...] = ()
-        self._flat: FlatTokens | None = None
-        self._matrices: dict[tuple[int, ...], np.ndarray] = {}
-
-    def _select(self, states: Sequence[TokenStates]) -> None:
-        identity = tuple(map(id, states))
-        if identity != self._identity:
-            self._states, self._identity, self._flat, self._matrices = tuple(states), identity, None, {}
-
-    def flat(self, states: Sequence[TokenStates], special_ids: np.ndarray) -> FlatTokens:
-        self._select(states)
-        if self._flat is None or not np.array_equal(self._flat.special_ids, special_ids):
-            self._flat = FlatTokens.from_states(states, special_ids)
-        return self._flat
-
-    def matrix(self, states: Sequence[TokenStates], layers: Sequence[int]) -> np.ndarray:
-        self._select(states)
-        key = tuple(layers)
-        if key not in self._matrices:
-            matrix = layer_matrix(states, key)
-            matrix.flags.writeable = False
-            if sum(m.nbytes for m in self._matrices.values()) + matrix.nbytes > self.matrix_limit_bytes:
-                self._matrices.clear()
-            self._matrices[key] = matrix
-        return self._matrices[key]
-
-    def clear(self) -> None:
-        self._select(())
 
 
 def select_tokens(flat: FlatTokens, include_special: bool, excluded_vocab: np.ndarray | None) -> np.ndarray:

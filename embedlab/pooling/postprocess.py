@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -273,6 +274,30 @@ class Chain:
     def load(cls, path: str | Path) -> Chain:
         tensors, metadata = read_safetensors(path)
         return cls.from_tensors(tensors, metadata)
+
+
+def fit_chain(
+    steps: Sequence[tuple[str, bool]], vectors: np.ndarray, reference: Callable[[], np.ndarray]
+) -> tuple[Chain, np.ndarray]:
+    """Fit the steps of :func:`parse_chain` in order; return the chain and ``vectors`` transformed by it.
+
+    A step is fitted on the output of the steps before it: on the target ``vectors``, or with ``@ref``
+    on the reference vectors passed through those same earlier steps. ``reference()`` is called only
+    when some step needs it (it pools thousands of WikiText-2 sentences). The transformed vectors are
+    computed while fitting, not a second time.
+    """
+    fitted: list[PostProcessor] = []
+    current, current_reference = vectors, None
+    for name, on_reference in steps:
+        step = make_step(name)
+        if on_reference and current_reference is None:
+            current_reference = Chain(fitted).transform(reference())
+        step.fit(current_reference if on_reference else current)
+        current = step.transform(current)
+        if current_reference is not None:
+            current_reference = step.transform(current_reference)
+        fitted.append(step)
+    return Chain(fitted), current
 
 
 def read_safetensors(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:

@@ -5,7 +5,8 @@
   (-1…L). The paper used WikiText-103; the shared data has WikiText-2 train, used here. Each paragraph
   is one context (sentence-packed chunks when it exceeds the model's input). A vocabulary token that
   never occurs in the corpus gets its vector from the one context ``[CLS] token [SEP]``, so that every
-  token has a vector. Tables are computed once and cached as ``.npy`` (memory-mapped when read).
+  token has a vector. Tables are computed once, cached in the checksummed ``ArrayStore("static")`` and
+  kept in memory for the process (the most recent model's).
 * BERT+Avg (Eq. 10): v = (1 − w)·v_model + w·v_Avg per token, same layer(s); w may be negative.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -21,8 +21,12 @@ from tqdm.auto import tqdm
 
 from embedlab.data.wikitext import wikitext2_paragraphs
 from embedlab.models import LoadedModel
-from embedlab.runtime import cache_dir
+from embedlab.runtime import ArrayStore, memo
 from embedlab.tokens.states import TokenStateStore
+
+
+_AVG_TABLES = memo("avg tables", maxsize=1)
+_RANDOM_TABLES = memo("random token tables", maxsize=2)
 
 
 def random_token_table(vocab_size: int, dimension: int, seed: int = 0, std: float = 0.1) -> np.ndarray:
@@ -91,20 +95,26 @@ def _corpus_key(contexts: Sequence[str]) -> str:
     return digest.hexdigest()[:16]
 
 
+def model_random_table(model: LoadedModel, seed: int, std: float) -> np.ndarray:
+    """The random token table of ``model``'s vocabulary and width, shared by every method that asks (read-only)."""
+
+    def build() -> np.ndarray:
+        table = random_token_table(len(model.tokenizer), model.hidden_size, seed, std)
+        table.flags.writeable = False
+        return table
+
+    return _RANDOM_TABLES.get((model.fingerprint, seed, std), build)
+
+
 def avg_tables(model: LoadedModel, contexts: Sequence[str] | None = None, show_progress_bar: bool | None = True) -> np.ndarray:
-    """The cached (L+2, V, d) Avg tables for ``model`` over ``contexts`` (default: WikiText-2 train)."""
+    """The cached (L+2, V, d) Avg tables for ``model`` over ``contexts`` (default: WikiText-2 train), read-only."""
     if contexts is None:
         contexts = wikitext2_paragraphs("train", unk_token=model.tokenizer.unk_token or "<unk>")
-    folder = cache_dir("static", model.fingerprint, _corpus_key(contexts))
-    path = folder / "avg_tables.npy"
-    if not path.exists():
-        tables, counts = context_averaged_tables(model, contexts, show_progress_bar=show_progress_bar)
-        _save_npy(folder / "avg_counts.npy", counts)
-        _save_npy(path, tables)
-    return np.load(path, mmap_mode="r", allow_pickle=False)
+    key = f"{model.fingerprint}-{_corpus_key(contexts)}-avg-tables"
 
+    def load_or_compute() -> np.ndarray:
+        tables = ArrayStore("static").get(key, lambda: context_averaged_tables(model, contexts, show_progress_bar=show_progress_bar)[0])
+        tables.flags.writeable = False
+        return tables
 
-def _save_npy(path: Path, array: np.ndarray) -> None:
-    temporary = path.with_name(path.stem + ".tmp.npy")
-    np.save(temporary, array, allow_pickle=False)
-    temporary.replace(path)
+    return _AVG_TABLES.get(key, load_or_compute)

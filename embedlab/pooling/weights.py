@@ -6,6 +6,8 @@
 * "-biases" filters (after PromptBERT): the most frequent tokens, punctuation, and subword tokens.
   PromptBERT's appendix list of 33 frequent tokens is not available here, so we take the 33 most
   frequent non-special tokens of the reference corpus under the model's own tokenizer.
+
+Reference statistics are cached per vocabulary in the checksummed ``ArrayStore("reference")``.
 """
 
 from __future__ import annotations
@@ -17,9 +19,14 @@ from collections.abc import Iterable
 import numpy as np
 
 from embedlab.data.wikitext import wikitext2_sentences
-from embedlab.runtime import cache_dir
+from embedlab.runtime import ArrayStore, memo
 
 FREQUENT_TOKEN_COUNT = 33
+FILTERS = ("frequent", "punct", "subword")
+"""Token filters by name; ``biases`` is all three (PromptBERT's -biases)."""
+
+_VOCABULARY_HASHES = memo("vocabulary hashes")
+_EXCLUDED_VOCABULARIES = memo("excluded vocabularies")
 
 
 def document_frequencies(documents: Iterable[np.ndarray], vocab_size: int) -> tuple[np.ndarray, int]:
@@ -42,17 +49,13 @@ def idf_from_documents(documents: Iterable[np.ndarray], vocab_size: int) -> np.n
     return idf_from_frequencies(*document_frequencies(documents, vocab_size))
 
 
-_TOKENIZER_KEYS: dict[int, tuple[object, str]] = {}
-
-
 def _tokenizer_key(tokenizer) -> str:
-    """A hash of the vocabulary, remembered per tokenizer object (hashing 30k entries is not free)."""
-    remembered = _TOKENIZER_KEYS.get(id(tokenizer))
-    if remembered is not None and remembered[0] is tokenizer:
-        return remembered[1]
-    key = _vocabulary_hash(tokenizer)
-    _TOKENIZER_KEYS[id(tokenizer)] = (tokenizer, key)  # holding the tokenizer keeps its id from being reused
-    return key
+    """A hash of the vocabulary, remembered per tokenizer object (hashing 30k entries is not free).
+
+    The memo entry holds the tokenizer itself, so its ``id`` cannot be reused by another object while
+    the entry lives.
+    """
+    return _VOCABULARY_HASHES.get(id(tokenizer), lambda: (tokenizer, _vocabulary_hash(tokenizer)))[1]
 
 
 def _vocabulary_hash(tokenizer) -> str:
@@ -64,20 +67,18 @@ def _vocabulary_hash(tokenizer) -> str:
 
 
 def reference_token_statistics(tokenizer) -> tuple[np.ndarray, np.ndarray]:
-    """(idf^W, token counts) over WikiText-2 train sentences for this tokenizer, cached as .npy."""
-    folder = cache_dir("reference", _tokenizer_key(tokenizer))
-    idf_path, counts_path = folder / "idf_wikitext2.npy", folder / "counts_wikitext2.npy"
-    if idf_path.exists() and counts_path.exists():
-        return np.load(idf_path, allow_pickle=False), np.load(counts_path, allow_pickle=False)
+    """(idf^W, token counts) over WikiText-2 train sentences for this tokenizer, cached on disk."""
+    store, vocabulary = ArrayStore("reference"), _tokenizer_key(tokenizer)
+    idf, counts = store.load(f"{vocabulary}-idf-wikitext2"), store.load(f"{vocabulary}-counts-wikitext2")
+    if idf is not None and counts is not None:
+        return idf, counts
     sentences = wikitext2_sentences("train", min_chars=1, unk_token=tokenizer.unk_token or "<unk>")
     encoded = tokenizer(sentences, add_special_tokens=False, verbose=False)["input_ids"]
     vocab_size = len(tokenizer)
     counts = np.bincount(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in encoded]), minlength=vocab_size)
     idf = idf_from_documents((np.asarray(ids) for ids in encoded), vocab_size)
-    for path, array in ((idf_path, idf), (counts_path, counts)):
-        temporary = path.with_suffix(".tmp.npy")
-        np.save(temporary, array, allow_pickle=False)
-        temporary.replace(path)
+    store.save(f"{vocabulary}-idf-wikitext2", idf)
+    store.save(f"{vocabulary}-counts-wikitext2", counts)
     return idf, counts
 
 
@@ -117,3 +118,28 @@ def subword_token_mask(tokenizer) -> np.ndarray:
             continue
         mask[index] = token.startswith("##") if wordpiece else not token.startswith(("\u0120", "\u2581"))
     return mask
+
+
+def excluded_vocabulary(tokenizer, filters: str) -> np.ndarray | None:
+    """(V,) bool, read-only: the vocabulary tokens that ``filters`` drops; None when it is ``none``.
+
+    ``filters`` is ``none``, ``biases`` (all of :data:`FILTERS`) or a '+'-joined subset of them. The mask is
+    remembered per vocabulary and choice: every configuration with the same filter shares it.
+    """
+    if filters == "none":
+        return None
+    return _EXCLUDED_VOCABULARIES.get((_tokenizer_key(tokenizer), filters), lambda: _excluded_mask(tokenizer, filters))
+
+
+def _excluded_mask(tokenizer, filters: str) -> np.ndarray:
+    names = FILTERS if filters == "biases" else filters.split("+")
+    excluded = np.zeros(len(tokenizer), dtype=bool)
+    if "frequent" in names:
+        _, counts = reference_token_statistics(tokenizer)
+        excluded[most_frequent_tokens(counts, tokenizer.all_special_ids)] = True
+    if "punct" in names:
+        excluded |= punctuation_token_mask(tokenizer)
+    if "subword" in names:
+        excluded |= subword_token_mask(tokenizer)
+    excluded.flags.writeable = False  # shared by every method with this filter
+    return excluded

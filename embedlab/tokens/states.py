@@ -28,7 +28,7 @@ from safetensors.numpy import load as safetensors_load
 from tqdm.auto import tqdm
 
 from embedlab.models import LoadedModel
-from embedlab.runtime import atomic_write_bytes, cache_dir
+from embedlab.runtime import atomic_write_bytes, cache_dir, memo
 from embedlab.data.sentences import chunk_token_ids
 from embedlab.tokens.templates import Template
 
@@ -392,12 +392,9 @@ def _assemble(parts: list[tuple[_Sequence, np.ndarray]]) -> TokenStates:
     )
 
 
-_STORES: dict[tuple[str, str], TokenStateStore] = {}
+_SHARED_STORES = memo("token-state stores")
 
 
 def store_for(model: LoadedModel) -> TokenStateStore:
     """One shared store per loaded model, so every method over that model shares the memory cache."""
-    key = (str(model.path), model.fingerprint)
-    if key not in _STORES:
-        _STORES[key] = TokenStateStore(model)
-    return _STORES[key]
+    return _SHARED_STORES.get((str(model.path), model.fingerprint), lambda: TokenStateStore(model))

@@ -110,3 +110,13 @@ def test_template_mask_positions_are_found_for_every_text(minilm, name, sts_sent
     [states] = store.compute(["Dogs bark."], template=template)
     expected = minilm.tokenizer(template.text.replace("[X]", "Dogs bark.").replace("[MASK]", minilm.tokenizer.mask_token))["input_ids"]
     assert states.token_ids.tolist() == expected
+
+
+def test_methods_over_one_model_share_one_store(minilm):
+    from embedlab import runtime
+    from embedlab.tokens.states import store_for
+
+    assert store_for(minilm) is store_for(minilm)
+    first = store_for(minilm)
+    runtime.clear()
+    assert store_for(minilm) is not first

@@ -3,22 +3,17 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 import embedlab
-from embedlab.methods import core as methods
+from embedlab.methods import pooled
+from embedlab.methods.pooled import PooledMethod
+from embedlab.methods.registry import parse
 from embedlab.models import resolve_model_path
 
 
-@pytest.fixture(scope="module")
-def st_model():
-    return SentenceTransformer(str(resolve_model_path("minilm")))
-
-
-def test_minilm_equals_sentence_transformers(sts_sentences, st_model):
+def test_minilm_equals_sentence_transformers(sts_sentences):
     ours = embedlab.load("minilm").encode(sts_sentences, batch_size=16, normalize=True)
-    reference = st_model.encode(sts_sentences, batch_size=16)
+    reference = SentenceTransformer(str(resolve_model_path("minilm"))).encode(sts_sentences, batch_size=16)
     assert ours.dtype == np.float32 and ours.shape == (len(sts_sentences), 384)
     assert np.einsum("ij,ij->i", ours, reference).min() >= 0.9999
-    baseline = embedlab.load("st:minilm").encode(sts_sentences, batch_size=16)
-    np.testing.assert_allclose(baseline, reference, atol=1e-6)
 
 
 def test_reruns_are_identical(sts_sentences):
@@ -67,23 +62,15 @@ def test_layer_and_template_options_change_the_vectors(sts_sentences):
 
 
 def test_reference_fitted_post_processing(monkeypatch, sts_sentences):
-    monkeypatch.setattr(methods, "REFERENCE_SENTENCES", 300)
+    monkeypatch.setattr(pooled, "REFERENCE_SENTENCES", 300)
     method = embedlab.load("minilm:post=zscore@ref")
-    reference = method._reference_vectors(None, 32, False)
+    reference = method.reference_vectors(None)
     assert reference.shape == (300, 384)
     reference = reference.astype(np.float64)
     std = reference.std(0)
     # all-MiniLM-L6-v2 has features stuck near 1e-32: z-scoring only centres such negligible features
-    expected = (method._pool(sts_sentences, None, 32, False) - reference.mean(0)) / np.where(std > 1e-7 * std.max(), std, 1)
+    expected = (method.pipeline.pool(sts_sentences, None) - reference.mean(0)) / np.where(std > 1e-7 * std.max(), std, 1)
     np.testing.assert_allclose(method.encode(sts_sentences), expected, rtol=1e-3, atol=1e-3)
-
-
-def test_concatenation_is_unit_norm_and_ordered(sts_sentences):
-    both = embedlab.load("minilm+random:minilm").encode(sts_sentences[:4])
-    assert both.shape == (4, 768)
-    np.testing.assert_allclose(np.linalg.norm(both, axis=1), 1, rtol=1e-5)
-    first = embedlab.load("minilm").encode(sts_sentences[:4], normalize=True)
-    np.testing.assert_allclose(both[:, :384] * np.sqrt(2), first, atol=1e-5)
 
 
 def test_similarity_is_the_cosine(sts_sentences):
@@ -99,5 +86,31 @@ def test_fitted_statistics_are_saved_and_restored_without_pickle(sts_sentences, 
     fitted.save_fitted(str(tmp_path / "fitted.safetensors"))
     restored = embedlab.load(spec).load_fitted(str(tmp_path / "fitted.safetensors"))
     np.testing.assert_array_equal(restored.encode(sts_sentences[:5]), fitted.encode(sts_sentences[:5]))
+    assert restored.fingerprint == fitted.fingerprint
     with pytest.raises(ValueError, match="holds statistics of"):
         embedlab.load("minilm:post=zscore").load_fitted(str(tmp_path / "fitted.safetensors"))
+    with pytest.raises(RuntimeError, match="call fit"):
+        embedlab.load(spec).save_fitted(str(tmp_path / "unfitted.safetensors"))
+
+
+def test_constructing_a_method_does_no_work():
+    method = PooledMethod(parse("minilm:weights=idf-target,post=zscore"))
+    assert "pipeline" not in vars(method) and not method.is_fitted
+    assert not hasattr(method, "idf_") and not hasattr(method, "chain_")
+
+
+def test_fitted_state_is_part_of_the_fingerprint(sts_sentences, minilm):
+    spec = "minilm:weights=idf-target,post=zscore"
+    first, second = sts_sentences[:30], sts_sentences[30:]
+    unfitted = embedlab.load(spec)
+    fitted_a = embedlab.load(spec).fit(first)
+    fitted_a_again = embedlab.load(spec).fit(first)
+    fitted_b = embedlab.load(spec).fit(second)
+    assert unfitted.fingerprint == minilm.fingerprint
+    assert fitted_a.fingerprint.startswith(minilm.fingerprint + "-fit-")
+    assert fitted_a.fingerprint == fitted_a_again.fingerprint
+    assert len({unfitted.fingerprint, fitted_a.fingerprint, fitted_b.fingerprint}) == 3
+    assert fitted_a.idf_ is not None and fitted_a.chain_.steps[0].name == "zscore"
+    # encoding with a fitted method does not change what it was fitted on
+    fitted_a.encode(second)
+    assert fitted_a.fingerprint == fitted_a_again.fingerprint

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 import embedlab
-from embedlab.pooling import static
+from embedlab import runtime
+from embedlab.pooling import sources, static
 from embedlab.pooling.static import context_averaged_tables, isolated_token_states, random_token_table
 from embedlab.tokens.states import TokenStateStore
 
@@ -57,7 +58,7 @@ def test_a_token_absent_from_the_corpus_gets_its_isolated_context_vectors(minilm
 
 def test_avg_and_mix_families_use_the_tables(minilm, monkeypatch, tiny_tables):
     tables, _ = tiny_tables
-    monkeypatch.setattr(static, "avg_tables", lambda model: tables)
+    monkeypatch.setattr(sources, "avg_tables", lambda model: tables)
     text = ["the cat sat on a mat"]
     ids = minilm.tokenizer(text[0])["input_ids"]
     avg = embedlab.load("avg:minilm,layers=1").encode(text)[0]
@@ -66,3 +67,18 @@ def test_avg_and_mix_families_use_the_tables(minilm, monkeypatch, tiny_tables):
     for w in (0.5, -0.75):
         mixed = embedlab.load(f"bert+avg:minilm,layers=1,w={w}").encode(text)[0]
         np.testing.assert_allclose(mixed, (1 - w) * contextual + w * tables[2][ids].mean(0), rtol=1e-4, atol=1e-5)
+
+
+def test_avg_tables_are_stored_checksummed_and_read_back(minilm, isolated_cache, monkeypatch):
+    computed = []
+
+    def tiny_tables(model, contexts, show_progress_bar=None):
+        computed.append(list(contexts))
+        return np.arange(24, dtype=np.float32).reshape(2, 3, 4), np.ones(3, dtype=np.int64)
+
+    monkeypatch.setattr(static, "context_averaged_tables", tiny_tables)
+    first = static.avg_tables(minilm, CORPUS)
+    assert static.avg_tables(minilm, CORPUS) is first and not first.flags.writeable  # one copy per process
+    runtime.clear()
+    np.testing.assert_array_equal(static.avg_tables(minilm, CORPUS), first)  # read back from disk
+    assert len(computed) == 1 and len(list((isolated_cache / "static").glob("*.safetensors"))) == 1

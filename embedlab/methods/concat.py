@@ -1,0 +1,33 @@
+"""Concatenation (``a+b`` in a spec): several methods' unit vectors side by side (neural paper, Appendix H)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from embedlab.methods.base import EmbeddingMethod, VectorMethod
+from embedlab.spec import ConcatSpec
+
+
+class ConcatMethod(VectorMethod):
+    """Unit-normalised vectors of several methods side by side, scaled so the result has unit norm."""
+
+    def __init__(self, spec: ConcatSpec, parts: Sequence[EmbeddingMethod]) -> None:
+        super().__init__(spec)
+        self.parts = list(parts)
+        pairwise = [str(part.parsed) for part in self.parts if part.pairwise]
+        if pairwise:
+            raise ValueError(f"cannot concatenate the pairwise method {pairwise[0]!r}: it gives no vectors")
+
+    @property
+    def fingerprint(self) -> str:
+        return "+".join(part.fingerprint for part in self.parts)
+
+    @property
+    def dimension(self) -> int:
+        return sum(part.dimension for part in self.parts)
+
+    def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+        blocks = [part.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, normalize=True) for part in self.parts]
+        return np.hstack(blocks) / np.float32(np.sqrt(len(blocks)))

@@ -1,0 +1,264 @@
+"""The pooling paper's families (§3.1–3.4): pooled token vectors, from four token sources.
+
+* ``pooled`` (the default: ``minilm``, ``minilm:layers=1+last,...``) — contextual token states pooled;
+* ``random`` — random static token vectors (§3.2.5);
+* ``avg`` — context-averaged static token vectors (§3.2.3);
+* ``bert+avg`` — the mix v = (1 − w)·v_model + w·v_Avg (Eq. 10).
+
+Each family is an option table and a token source; everything after the source — token selection and
+weights, aggregation, post-processing — is the same :class:`~embedlab.pooling.pipeline.PoolingPipeline`,
+built from the spec by :func:`build_pipeline`. Target-fitted statistics (idf^T, post-processing without
+``@ref``) are learned by ``fit(texts)``; ``encode`` on an unfitted method fits on the texts it is given,
+as the paper does for a task's texts.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import save as safetensors_save
+
+from embedlab.data.wikitext import wikitext2_sentences
+from embedlab.methods.base import Family, VectorMethod, check_texts
+from embedlab.models import LoadedModel, load_model
+from embedlab.pooling.aggregation import AGGREGATIONS, FlatTokens
+from embedlab.pooling.pipeline import WEIGHTINGS, PoolingPipeline, TokenSelection
+from embedlab.pooling.postprocess import Chain, parse_chain, read_safetensors, validate_chain
+from embedlab.pooling.sources import AvgTokens, ContextualTokens, MixedTokens, RandomTokens, TokenSource, resolve_layers
+from embedlab.pooling.weights import FILTERS, excluded_vocabulary
+from embedlab.runtime import ArrayStore, atomic_write_bytes, cache_key
+from embedlab.spec import POOLED, MethodSpec, Option
+from embedlab.tokens.templates import TEMPLATES, get_template
+
+# ·^W post-processing is fitted on this many WikiText-2 train sentences (a seeded sample).
+REFERENCE_SENTENCES = 10_000
+REFERENCE_SEED = 0
+
+
+# --- options, each stated once ------------------------------------------------------------------------
+
+def _validate_layers(value: str) -> str:
+    items = value.split("+")
+    for item in items:
+        if item != "last" and not item.lstrip("-").isdigit():
+            raise ValueError("layers are integers from -1 to L, or 'last', joined by '+'")
+        if item != "last" and int(item) < -1:
+            raise ValueError("the lowest layer is -1 (static token embeddings)")
+    unique = sorted(set(items), key=lambda item: (item == "last", int(item) if item != "last" else 0))
+    return "+".join(unique)
+
+
+def _validate_filter(value: str) -> str:
+    if value in ("none", "biases"):
+        return value
+    items = set(value.split("+"))
+    if items - set(FILTERS):
+        raise ValueError(f"filters are none, biases, or a '+'-joined subset of {', '.join(FILTERS)}")
+    return "biases" if items == set(FILTERS) else "+".join(name for name in FILTERS if name in items)
+
+
+def _validate_float(value: str) -> str:
+    try:
+        return repr(float(value))
+    except ValueError:
+        raise ValueError("expected a number") from None
+
+
+def _validate_int(value: str) -> str:
+    if not value.lstrip("-").isdigit():
+        raise ValueError("expected an integer")
+    return str(int(value))
+
+
+# token source
+LAYERS_OPTION = Option("last", help="layers averaged, '+'-joined: -1 (static), 0 (embedding output), 1..L, last", validate=_validate_layers)
+TEMPLATE_OPTION = Option("none", ("none", *TEMPLATES), "prompt template T0–T4 (Table 1)")
+SEED_OPTION = Option("0", help="seed of the random token vectors", validate=_validate_int)
+STD_OPTION = Option("0.1", help="standard deviation of the random token vectors", validate=_validate_float)
+W_OPTION = Option("0.5", help="weight of the Avg vectors in (1-w)·model + w·Avg (Eq. 10); may be negative", validate=_validate_float)
+# token selection and weights
+WEIGHTS_OPTION = Option("none", WEIGHTINGS, "token weights: none, idf over the target texts (idf^T), idf over WikiText-2 (idf^W)")
+FILTER_OPTION = Option("none", help="drop tokens: none, biases (= frequent+punct+subword), or a '+'-joined subset", validate=_validate_filter)
+SPECIAL_OPTION = Option("include", ("include", "exclude"), "include [CLS]/[SEP] in means (sentence-transformers does)")
+# aggregation: static sources have no template [MASK] tokens and one chunk per text
+POOL_OPTION = Option("mean", AGGREGATIONS, "token aggregation: mean, cls, max, mask (template [MASK] tokens), mean-no-mask")
+STATIC_POOL_OPTION = Option("mean", ("mean", "max"), "token aggregation: mean or max")
+# post-processing
+POST_OPTION = Option("none", help="post-processing chain, '+'-joined: zscore, quantile-u, quantile-n, whiten, abtt-D, normalize; '@ref' fits a step on WikiText-2", validate=validate_chain)
+
+# Each family's options in the order its canonical specs list them (the order is part of every stored spec).
+POOLED_OPTIONS = {"layers": LAYERS_OPTION, "pool": POOL_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
+                  "special": SPECIAL_OPTION, "post": POST_OPTION, "template": TEMPLATE_OPTION}
+RANDOM_OPTIONS = {"seed": SEED_OPTION, "std": STD_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
+                  "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION}
+AVG_OPTIONS = {"layers": LAYERS_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
+               "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION}
+MIX_OPTIONS = {"w": W_OPTION, **POOLED_OPTIONS}
+
+
+# --- stage 1 per family; stages 2–4 are shared ----------------------------------------------------------
+
+def _layers(model: LoadedModel, spec: MethodSpec) -> tuple[int, ...]:
+    return resolve_layers(spec.get("layers"), model.num_layers)
+
+
+def _contextual_tokens(model: LoadedModel, spec: MethodSpec) -> ContextualTokens:
+    return ContextualTokens(model, _layers(model, spec), get_template(spec.get("template")))
+
+
+TOKEN_SOURCES: dict[str, Callable[[LoadedModel, MethodSpec], TokenSource]] = {
+    POOLED: _contextual_tokens,
+    "random": lambda model, spec: RandomTokens(model, int(spec.get("seed")), float(spec.get("std"))),
+    "avg": lambda model, spec: AvgTokens(model, _layers(model, spec)),
+    "bert+avg": lambda model, spec: MixedTokens(_contextual_tokens(model, spec), AvgTokens(model, _layers(model, spec)), float(spec.get("w"))),
+}
+
+
+def build_pipeline(spec: MethodSpec) -> PoolingPipeline:
+    """The stages ``spec`` names: its family's token source, then the options every pooled family shares."""
+    model = load_model(spec.model)
+    return PoolingPipeline(
+        source=TOKEN_SOURCES[spec.family](model, spec),
+        selection=TokenSelection(
+            include_special=spec.get("special") == "include",
+            excluded_vocab=excluded_vocabulary(model.tokenizer, spec.get("filter")),
+            weighting=spec.get("weights"),
+        ),
+        aggregation=spec.get("pool"),
+        post=tuple(parse_chain(spec.get("post"))),
+    )
+
+
+# --- the method -------------------------------------------------------------------------------------------
+
+class PooledMethod(VectorMethod):
+    """A :class:`PoolingPipeline` built from the spec, plus the statistics fitted on target texts.
+
+    Fitted state, scikit-learn style: :meth:`fit` (or :meth:`load_fitted`) sets ``idf_`` (the token
+    weights' idf, None without weights) and ``chain_`` (the fitted post-processing); an unfitted method
+    has neither and fits on whatever texts each ``encode`` call gets. The fitted state is part of the
+    method's identity: see :attr:`fingerprint`.
+    """
+
+    idf_: np.ndarray | None
+    chain_: Chain
+
+    @functools.cached_property
+    def pipeline(self) -> PoolingPipeline:
+        """The stages (built on first use, so that constructing a method loads nothing)."""
+        return build_pipeline(self.parsed)
+
+    @property
+    def model(self) -> LoadedModel:
+        return self.pipeline.model
+
+    @property
+    def dimension(self) -> int:
+        return self.model.hidden_size
+
+    @property
+    def is_fitted(self) -> bool:
+        return hasattr(self, "chain_")
+
+    @property
+    def fingerprint(self) -> str:
+        """The model's fingerprint, plus a short hash of the fitted arrays once fitted.
+
+        Evaluation caches and the results database key on it, so they tell a method fitted on texts A
+        from one fitted on texts B, and both from the unfitted (transductive) method.
+        """
+        if not self.is_fitted:
+            return self.model.fingerprint
+        tensors, metadata = self._fitted_tensors()
+        digest = hashlib.sha256(json.dumps(metadata, sort_keys=True).encode())
+        for name in sorted(tensors):
+            array = np.ascontiguousarray(tensors[name])
+            digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
+            digest.update(array.tobytes())
+        return f"{self.model.fingerprint}-fit-{digest.hexdigest()[:12]}"
+
+    def token_vectors(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> tuple[FlatTokens, np.ndarray]:
+        """Stage 1 alone: every text's tokens laid flat and their (T, d) vectors (token-level matching uses them)."""
+        return self.pipeline.source.token_vectors(texts, batch_size, show_progress_bar)
+
+    # -- fitting and encoding ----------------------------------------------------------------------
+    def fit(self, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> PooledMethod:
+        """Learn the target statistics (idf^T, post-processing) from ``texts``; later encodes reuse them."""
+        texts = check_texts(texts)
+        if not texts:
+            raise ValueError("fit needs at least one text")
+        self.idf_, self.chain_, _ = self._fit_on(texts, batch_size, show_progress_bar)
+        return self
+
+    def _fit_on(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[np.ndarray | None, Chain, np.ndarray]:
+        """idf and chain fitted on ``texts``, and the texts' vectors under them."""
+        idf = self.pipeline.idf(texts)
+        pooled = self.pipeline.pool(texts, idf, batch_size, show_progress_bar)
+        chain, vectors = self.pipeline.fit_post(pooled, lambda: self.reference_vectors(idf, batch_size, show_progress_bar))
+        return idf, chain, vectors
+
+    def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+        if self.is_fitted:
+            return self.chain_.transform(self.pipeline.pool(texts, self.idf_, batch_size, show_progress_bar))
+        return self._fit_on(texts, batch_size, show_progress_bar)[2]
+
+    def reference_vectors(self, idf: np.ndarray | None, batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
+        """Pooled vectors (stages 1–3) of a seeded sample of WikiText-2 train sentences: what ``@ref``
+        post-processing steps are fitted on (the paper's ·^W, §3.4.6).
+
+        Cached on disk unless they depend on the target texts (``weights=idf-target``).
+        """
+        sentences = wikitext2_sentences("train", min_chars=10, unk_token=self.model.tokenizer.unk_token or "<unk>")
+        rng = np.random.default_rng(REFERENCE_SEED)
+        chosen = np.sort(rng.choice(len(sentences), min(REFERENCE_SENTENCES, len(sentences)), replace=False))
+        sample = [sentences[i] for i in chosen]
+
+        def pool() -> np.ndarray:
+            return self.pipeline.pool(sample, idf, batch_size, show_progress_bar)
+
+        if self.pipeline.selection.weighting == "idf-target":
+            return pool()
+        key = cache_key(str(self.parsed.replace(post="none")), self.model.fingerprint, len(sample), REFERENCE_SEED)
+        return ArrayStore("reference_vectors").get(key, pool)
+
+    # -- fitted state on disk ----------------------------------------------------------------------
+    def _fitted_tensors(self) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        tensors, metadata = self.chain_.to_tensors()
+        tensors = {f"post.{key}": value for key, value in tensors.items()}
+        if self.idf_ is not None:
+            tensors["idf"] = self.idf_
+        return tensors, metadata
+
+    def save_fitted(self, path: str) -> None:
+        """Save the statistics learned by ``fit`` (idf^T, post-processing) as safetensors (no pickle)."""
+        if not self.is_fitted:
+            raise RuntimeError(f"{self.spec}: nothing to save, call fit(texts) first")
+        tensors, metadata = self._fitted_tensors()
+        metadata.update(spec=self.spec, fingerprint=self.model.fingerprint)
+        atomic_write_bytes(Path(path), safetensors_save(tensors, metadata=metadata))
+
+    def load_fitted(self, path: str) -> PooledMethod:
+        """Restore statistics saved by ``save_fitted`` for this same method and model."""
+        tensors, metadata = read_safetensors(path)
+        if metadata.get("spec") != self.spec or metadata.get("fingerprint") != self.model.fingerprint:
+            raise ValueError(
+                f"{path} holds statistics of {metadata.get('spec')!r} (model {metadata.get('fingerprint')}), "
+                f"not of {self.spec!r} (model {self.model.fingerprint})"
+            )
+        self.chain_ = Chain.from_tensors({key[5:]: value for key, value in tensors.items() if key.startswith("post.")}, metadata)
+        self.idf_ = tensors.get("idf")
+        return self
+
+
+POOLED_FAMILY = Family(POOLED, POOLED_OPTIONS, PooledMethod, "contextual token states of a transformer, pooled")
+POOLED_FAMILIES = (
+    POOLED_FAMILY,
+    Family("random", RANDOM_OPTIONS, PooledMethod, "random N(0, std²) token vectors with the model's tokenizer and width (§3.2.5)"),
+    Family("avg", AVG_OPTIONS, PooledMethod, "token vectors averaged over their WikiText-2 contexts (§3.2.3)"),
+    Family("bert+avg", MIX_OPTIONS, PooledMethod, "(1-w)·contextual + w·Avg token vectors (Eq. 10)"),
+)

@@ -1,0 +1,79 @@
+"""The pooled pipeline as composable stages (pooling paper §3), the way sentence-transformers composes
+Transformer → Pooling → Normalize:
+
+1. a token source (:mod:`embedlab.pooling.sources`): flat tokens and one vector per token;
+2. :class:`TokenSelection`: which tokens take part (special tokens, -biases filters) and their
+   weights (none, idf^T over the target texts, idf^W over WikiText-2), §3.3;
+3. an aggregation (:func:`embedlab.pooling.aggregation.aggregate`): mean, cls, max, mask, mean-no-mask, §3.1;
+4. a post-processing chain (:mod:`embedlab.pooling.postprocess`), §3.4.
+
+:class:`PoolingPipeline` holds the four and knows nothing of specs or families; the pooled method
+(:mod:`embedlab.methods.pooled`) builds one from a spec. What the target texts determine — idf^T and
+the fitted chain — is not part of the pipeline but passed in (``idf``) or returned (``fit_post``), so one
+pipeline serves any number of fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from embedlab.models import LoadedModel
+from embedlab.pooling.aggregation import aggregate, select_tokens, token_weights
+from embedlab.pooling.postprocess import Chain, fit_chain
+from embedlab.pooling.sources import TokenSource, tokenized_texts
+from embedlab.pooling.weights import idf_from_documents, reference_token_statistics
+
+WEIGHTINGS = ("none", "idf-target", "idf-ref")
+
+
+@dataclass(frozen=True, eq=False)
+class TokenSelection:
+    """Stage 2: tokens kept (special tokens in or out, a vocabulary mask dropped) and how they are weighted."""
+
+    include_special: bool = True
+    excluded_vocab: np.ndarray | None = None
+    weighting: str = "none"
+
+    def __post_init__(self) -> None:
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"unknown token weighting {self.weighting!r}; choose one of: {', '.join(WEIGHTINGS)}")
+
+    def idf(self, model: LoadedModel, texts: Sequence[str]) -> np.ndarray | None:
+        """The idf this weighting uses with ``texts`` as the target: idf^T over them, idf^W, or None."""
+        if self.weighting == "idf-ref":
+            return reference_token_statistics(model.tokenizer)[0]
+        if self.weighting == "idf-target":
+            flat = tokenized_texts(model, texts)
+            return idf_from_documents(np.split(flat.token_ids, flat.offsets[1:-1]), len(model.tokenizer))
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class PoolingPipeline:
+    """Token source → selection and weights → aggregation → post-processing."""
+
+    source: TokenSource
+    selection: TokenSelection
+    aggregation: str = "mean"
+    post: tuple[tuple[str, bool], ...] = ()  # parse_chain's steps: (name, fitted on the reference corpus)
+
+    @property
+    def model(self) -> LoadedModel:
+        return self.source.model
+
+    def idf(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Stage 2's idf with ``texts`` as the target (see :meth:`TokenSelection.idf`)."""
+        return self.selection.idf(self.model, texts)
+
+    def pool(self, texts: list[str], idf: np.ndarray | None, batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
+        """Stages 1–3: (n, d) pooled vectors, before post-processing."""
+        flat, matrix = self.source.token_vectors(texts, batch_size, show_progress_bar)
+        keep = select_tokens(flat, self.selection.include_special, self.selection.excluded_vocab)
+        return aggregate(matrix, flat, token_weights(flat, keep, idf), keep, self.aggregation)
+
+    def fit_post(self, pooled: np.ndarray, reference: Callable[[], np.ndarray]) -> tuple[Chain, np.ndarray]:
+        """Stage 4 fitted on ``pooled`` (``@ref`` steps on ``reference()``): the chain and ``pooled`` transformed."""
+        return fit_chain(self.post, pooled, reference)

@@ -1,0 +1,195 @@
+"""Stage 1 of pooling: token sources, each giving every text's tokens laid flat and one vector per token.
+
+The pooling paper's token vectors (§3.1–3.2) come from four sources:
+
+* :class:`ContextualTokens` — the model's token states, averaged over chosen layers (Eq. 3), with an
+  optional prompt template (Table 1);
+* :class:`RandomTokens` — one random N(0, std²) vector per vocabulary token (§3.2.5);
+* :class:`AvgTokens` — each token's states averaged over its WikiText-2 contexts (§3.2.3);
+* :class:`MixedTokens` — (1 − w)·contextual + w·static per token (Eq. 10).
+
+Every source answers ``token_vectors(texts, batch_size, show_progress_bar) -> (FlatTokens, (T, d) matrix)``;
+the later stages (:mod:`embedlab.pooling.pipeline`) never ask which source they were given.
+
+Many configurations over the same texts share the work: the contextual source lays out one list of
+token states and averages their layers once (:class:`TokenLayout`), static sources tokenise a list
+of texts once. Both memos live in :mod:`embedlab.runtime`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from embedlab.models import LoadedModel
+from embedlab.pooling.aggregation import FlatTokens
+from embedlab.pooling.static import avg_tables, model_random_table
+from embedlab.runtime import memo
+from embedlab.tokens.states import TokenStates, store_for
+from embedlab.tokens.templates import Template
+
+_LAYOUTS = memo("token layouts", maxsize=1)
+_TOKENIZED = memo("tokenized texts", maxsize=4)
+
+
+class TokenSource(Protocol):
+    """What the pooling pipeline needs from stage 1."""
+
+    model: LoadedModel
+
+    def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
+        """Every text's tokens laid flat, and their (T, d) float32 vectors."""
+        ...
+
+
+def special_token_ids(model: LoadedModel) -> np.ndarray:
+    """The tokenizer's special token ids ([CLS], [SEP], [PAD], [MASK] …), sorted."""
+    return np.array(sorted(set(model.tokenizer.all_special_ids)), dtype=np.int64)
+
+
+def resolve_layers(layers: str, num_layers: int) -> tuple[int, ...]:
+    """``"1+last"`` -> (1, L); layers run from -1 (static token embeddings) to L."""
+    resolved = []
+    for item in layers.split("+"):
+        layer = num_layers if item == "last" else int(item)
+        if not -1 <= layer <= num_layers:
+            raise ValueError(f"layer {item} is outside -1..{num_layers} for this model")
+        resolved.append(layer)
+    return tuple(resolved)
+
+
+def layer_matrix(states: Sequence[TokenStates], layers: Sequence[int]) -> np.ndarray:
+    """(T, d): each token's vector averaged over ``layers`` (e.g. first+last, Eq. 3)."""
+    total = np.concatenate([item.layer(layers[0]) for item in states])
+    for layer in layers[1:]:
+        total = total + np.concatenate([item.layer(layer) for item in states])
+    return total / np.float32(len(layers)) if len(layers) > 1 else total
+
+
+class TokenLayout:
+    """The flat layout and layer matrices of one list of token states, each computed once.
+
+    Many pooling configurations over the same texts receive the same ``TokenStates`` objects from the
+    store; laying them flat and concatenating their layers is then done once, not once per configuration.
+    The layout holds the states it was built from, so their ids cannot be reused while it lives
+    (:func:`layout_of` finds it by those ids). Matrices are kept up to ``matrix_limit_bytes``; results
+    are read-only arrays.
+    """
+
+    def __init__(self, states: Sequence[TokenStates], matrix_limit_bytes: int = 1 << 30) -> None:
+        self.states = tuple(states)
+        self.matrix_limit_bytes = matrix_limit_bytes
+        self._flat: dict[bytes, FlatTokens] = {}
+        self._matrices: dict[tuple[int, ...], np.ndarray] = {}
+
+    def flat(self, special_ids: np.ndarray) -> FlatTokens:
+        key = np.asarray(special_ids, dtype=np.int64).tobytes()
+        if key not in self._flat:
+            self._flat[key] = FlatTokens.from_states(self.states, special_ids)
+        return self._flat[key]
+
+    def matrix(self, layers: Sequence[int]) -> np.ndarray:
+        key = tuple(layers)
+        if key not in self._matrices:
+            matrix = layer_matrix(self.states, key)
+            matrix.flags.writeable = False
+            if sum(m.nbytes for m in self._matrices.values()) + matrix.nbytes > self.matrix_limit_bytes:
+                self._matrices.clear()
+            self._matrices[key] = matrix
+        return self._matrices[key]
+
+
+def layout_of(states: Sequence[TokenStates]) -> TokenLayout:
+    """The shared layout of this exact list of token states (the most recent one is remembered)."""
+    return _LAYOUTS.get(tuple(map(id, states)), lambda: TokenLayout(states))
+
+
+def tokenized_texts(model: LoadedModel, texts: Sequence[str]) -> FlatTokens:
+    """Texts as token ids only, laid flat: the whole text, special tokens added once (no length limit).
+
+    Static sources and idf^T need nothing more. The last few results are remembered, so that several
+    configurations over the same texts tokenise them once.
+    """
+
+    def tokenize() -> FlatTokens:
+        encoded = model.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
+        sequences = [np.asarray(model.with_special_tokens(ids), dtype=np.int64) for ids in encoded]
+        return FlatTokens.from_token_ids(sequences, special_token_ids(model))
+
+    return _TOKENIZED.get((model.fingerprint, tuple(texts)), tokenize)
+
+
+@dataclass(frozen=True, eq=False)
+class ContextualTokens:
+    """Token states of ``model`` (cached per text), averaged over ``layers``, with an optional prompt template."""
+
+    model: LoadedModel
+    layers: tuple[int, ...]
+    template: Template | None = None
+
+    def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
+        states = store_for(self.model).compute(texts, template=self.template, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        layout = layout_of(states)
+        return layout.flat(special_token_ids(self.model)), layout.matrix(self.layers)
+
+
+class StaticTokens:
+    """A source whose token vectors depend on the token id only: the texts are tokenised, never run."""
+
+    model: LoadedModel
+
+    def vectors(self, token_ids: np.ndarray) -> np.ndarray:
+        """(T, d) float32 vectors of ``token_ids``."""
+        raise NotImplementedError
+
+    def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
+        flat = tokenized_texts(self.model, texts)
+        return flat, self.vectors(flat.token_ids)
+
+
+@dataclass(frozen=True, eq=False)
+class RandomTokens(StaticTokens):
+    """Random N(0, std²) token vectors with the model's tokenizer and width (§3.2.5)."""
+
+    model: LoadedModel
+    seed: int = 0
+    std: float = 0.1
+
+    def vectors(self, token_ids: np.ndarray) -> np.ndarray:
+        return model_random_table(self.model, self.seed, self.std)[token_ids]
+
+
+@dataclass(frozen=True, eq=False)
+class AvgTokens(StaticTokens):
+    """Token vectors averaged over their WikiText-2 contexts (§3.2.3), then over ``layers``."""
+
+    model: LoadedModel
+    layers: tuple[int, ...]
+
+    def vectors(self, token_ids: np.ndarray) -> np.ndarray:
+        tables = avg_tables(self.model)
+        total = np.asarray(tables[self.layers[0] + 1][token_ids], dtype=np.float32)
+        for layer in self.layers[1:]:
+            total = total + tables[layer + 1][token_ids]
+        return total / np.float32(len(self.layers))
+
+
+@dataclass(frozen=True, eq=False)
+class MixedTokens:
+    """v = (1 − w)·v_contextual + w·v_static per token (Eq. 10, BERT+Avg); ``w`` may be negative."""
+
+    contextual: ContextualTokens
+    static: StaticTokens
+    w: float
+
+    @property
+    def model(self) -> LoadedModel:
+        return self.contextual.model
+
+    def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
+        flat, matrix = self.contextual.token_vectors(texts, batch_size, show_progress_bar)
+        w = np.float32(self.w)
+        return flat, (1 - w) * matrix + w * self.static.vectors(flat.token_ids)

@@ -1,0 +1,97 @@
+import os
+import stat
+
+import pytest
+
+from embedlab.runtime import atomic_write_bytes, data_path
+
+
+def test_atomic_write_replaces_whole_files_with_ordinary_permissions(tmp_path):
+    target = tmp_path / "sub" / "entry.bin"
+    atomic_write_bytes(target, b"first")
+    atomic_write_bytes(target, b"second")
+    assert target.read_bytes() == b"second"
+    assert list(target.parent.iterdir()) == [target]  # no temporary file left behind
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
+
+
+def test_atomic_write_of_many_buffers_writes_them_in_order(tmp_path):
+    import numpy as np
+
+    array = np.arange(100_000, dtype=np.float32)
+    buffers = [b"head", memoryview(array).cast("B"), b"", bytearray(b"tail")] * 300  # > IOV_MAX buffers
+    target = tmp_path / "many.bin"
+    atomic_write_bytes(target, buffers)
+    assert target.read_bytes() == b"".join(bytes(buffer) for buffer in buffers)
+
+
+def test_missing_data_names_the_path_and_root(monkeypatch, tmp_path):
+    monkeypatch.setenv("EMBEDLAB_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=f"data root searched: {tmp_path}"):
+        data_path("sts", "nothing.txt")
+
+
+def test_a_memo_computes_once_and_drops_the_least_recently_used():
+    from embedlab.runtime import memo
+
+    store = memo("test: lru", maxsize=2)
+    store.clear()
+    calls = []
+    compute = lambda key: (lambda: calls.append(key) or key * 10)  # noqa: E731
+    assert store.get(1, compute(1)) == 10 and store.get(2, compute(2)) == 20 and store.get(1, compute(1)) == 10
+    store.get(3, compute(3))  # 2 was used least recently
+    assert 1 in store and 2 not in store and 3 in store and calls == [1, 2, 3]
+    assert memo("test: lru") is store  # one memo per name in the process
+
+
+def test_cached_functions_are_forgotten_by_clear():
+    from embedlab.runtime import cached, clear
+
+    calls = []
+
+    @cached("test: squares")
+    def square(value: int) -> int:
+        calls.append(value)
+        return value * value
+
+    assert square(3) == 9 and square(3) == 9 and calls == [3]
+    clear()
+    assert square(3) == 9 and calls == [3, 3]
+
+
+def test_configure_moves_the_cache_and_clears_memos(tmp_path, monkeypatch):
+    from embedlab import runtime
+
+    monkeypatch.delenv("EMBEDLAB_CACHE", raising=False)
+    store = runtime.memo("test: configure")
+    store.put("key", "value")
+    try:
+        runtime.configure(cache_root=tmp_path / "elsewhere")
+        assert runtime.cache_root() == tmp_path / "elsewhere" and len(store) == 0
+    finally:
+        runtime.configure()
+    assert runtime.cache_root() != tmp_path / "elsewhere"
+
+
+def test_array_store_round_trips_and_refuses_damaged_or_renamed_files(tmp_path, monkeypatch):
+    import numpy as np
+
+    from embedlab.runtime import ArrayStore
+
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
+    store = ArrayStore("test-arrays")
+    array = np.arange(12, dtype=np.float64).reshape(3, 4)
+    assert store.get("a", lambda: array) is array and store.load("missing") is None
+    np.testing.assert_array_equal(store.load("a"), array)
+    store.path("a").rename(store.path("b"))  # another key's file: its recorded key does not match
+    with pytest.warns(RuntimeWarning, match="checksum or key mismatch"):
+        assert store.load("b") is None
+    store.save("c", array)
+    payload = bytearray(store.path("c").read_bytes())
+    payload[-1] ^= 0xFF
+    store.path("c").write_bytes(bytes(payload))
+    with pytest.warns(RuntimeWarning, match="damaged cache file"):
+        np.testing.assert_array_equal(store.get("c", lambda: array + 1), array + 1)  # recomputed and rewritten
+    np.testing.assert_array_equal(store.load("c"), array + 1)
