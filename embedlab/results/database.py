@@ -71,8 +71,12 @@ def default_path() -> Path:
 class ResultsDB:
     """The results database: add records, ask whether a (method, task, dataset) is done, query them back."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, create: bool = True) -> None:
+        """Open (and with ``create``, make) the database; reading commands pass ``create=False`` so that a
+        mistyped ``--db`` is an error instead of a new empty database."""
         self.path = Path(path).expanduser() if path is not None else default_path()
+        if not create and not self.path.is_file():
+            raise FileNotFoundError(f"results database not found: {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # One short-lived connection per call keeps the object safe to share and the file closed between runs.
         with self._connect() as connection:
