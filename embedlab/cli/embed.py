@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab.cli.arguments import positive_int
+
 
 class InputError(ValueError):
     """Bad input file content, with the file and line it came from."""
@@ -88,7 +90,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     embed.add_argument("--input", required=True, help="text file (one text per line), .jsonl with a 'text' field, or - for stdin")
     embed.add_argument("--input-format", choices=("auto", "lines", "jsonl"), default="auto", help="auto: .jsonl/.json files are JSON lines")
     embed.add_argument("--output", required=True, help="output .npy file (float32, one row per text)")
-    embed.add_argument("--batch-size", type=int, default=32)
+    embed.add_argument("--batch-size", type=positive_int, default=32)
     embed.add_argument("--normalize", action="store_true", help="unit-normalise the vectors")
     embed.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show a progress bar")
     embed.set_defaults(handler=_cmd_embed)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import embedlab
+from embedlab.cli.arguments import non_negative_int
 
 if TYPE_CHECKING:  # importing the harness costs seconds: only the commands that run it do
     from embedlab.evaluation.records import Record
@@ -130,7 +131,7 @@ def add_cli(subparsers) -> None:
     evaluate_parser.add_argument("--tasks", default="quick", help="comma-separated task selection (default: quick)")
     evaluate_parser.add_argument("--force", action="store_true", help="recompute results already in the database")
     evaluate_parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
-    evaluate_parser.add_argument("--seed", type=int, default=0,
+    evaluate_parser.add_argument("--seed", type=non_negative_int, default=0,
                                  help="seed of every random choice (k-means, CV folds, ALIGN-SIM samples)")
     evaluate_parser.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
                                  help="MRPC/SICK-E classifier features: senteval [|u-v|, u*v] or full [u, v, |u-v|, u*v]")
