@@ -14,6 +14,7 @@ import argparse
 import os
 import sqlite3
 import sys
+import warnings
 
 from embedlab import __version__
 from embedlab.cli import alignsim, embed, evaluate, matching, methods, neural
@@ -56,12 +57,23 @@ def exit_status(error: BaseException) -> int:
     return RUNTIME_ERROR
 
 
+def _one_line_warning(command: str):
+    """A ``warnings.showwarning`` that prints a warning (a damaged cache entry recomputed, a NaN metric
+    not stored) as one line, without the source line Python would print under it."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"embedlab {command}: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit status; an error prints one line (see :func:`exit_status`)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # embedlab never downloads
     args = build_parser().parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning(args.command)
+            return int(args.handler(args) or 0)
     except BrokenPipeError:  # the reader went away (``embedlab results | head``): nothing left to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return RUNTIME_ERROR

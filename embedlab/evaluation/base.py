@@ -94,7 +94,7 @@ class Task:
         if not cls.user_files:
             raise ValueError(f"task {cls.name} does not take a user file ({dataset})")
         path = Path(dataset[1:]).expanduser()
-        if not path.is_file():
+        if not path.exists():  # a folder or an unreadable file fails when hashed, with the OS's reason
             raise FileNotFoundError(f"data file not found: {path.resolve()} (given in --tasks as {cls.name}:{dataset})")
         return cls(cls.user_dataset_name(path, keywords), path=dataset[1:], **keywords)
 

@@ -10,6 +10,7 @@ Re-adding records for the same (method, task, dataset, subset, metric) replaces 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import subprocess
@@ -97,6 +98,9 @@ class ResultsDB:
             if not isinstance(record, Record):
                 raise TypeError(f"record {index} is a {type(record).__name__}, not an embedlab.evaluation.records.Record")
             value = float(record.value)
+            if math.isnan(value):  # SQLite would store NULL, which the table refuses: say which record
+                raise ValueError(f"record {index} ({record.task}/{record.dataset} {record.subset} {record.metric}) is NaN; "
+                                 "the results database stores numbers only")
             rows.append((record.method, record.task, record.dataset, record.subset, record.metric, value,
                          int(record.n), str(fingerprint), version, int(seed), now, extra_text))
         with self._connect() as connection:
