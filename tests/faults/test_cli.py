@@ -175,6 +175,7 @@ def test_embedlab_debug_shows_the_traceback(environment, tmp_path) -> None:
     assert finished.returncode != 0 and "Traceback" in finished.stderr and "FileNotFoundError" in finished.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_is_one_line_and_status_130(environment, tmp_path) -> None:
     texts = tmp_path / "texts.txt"
     texts.write_text("".join(f"sentence number {k} of a long input\n" for k in range(100_000)))
