@@ -255,3 +255,19 @@ def test_a_classification_file_too_small_for_its_folds_names_the_file(tmp_path) 
         with pytest.raises(DataFormatError, match=r"tiny.tsv: 4 texts \(per label \{'0': 2, '1': 2\}\) are too few "
                                                   r"for nested 10x10-fold cross-validation"):
             evaluate([FakeMethod()], parse_tasks(f"classification:@{file}"), log=lambda message: None)
+
+
+# --- spec options are validated when the spec is read (item 6) ------------------------------------------
+
+@pytest.mark.parametrize("option, why", [
+    ("lr=nan", "must be a finite positive number"), ("lr=inf", "must be a finite positive number"),
+    ("lr=-0.1", "must be a finite positive number"), ("epochs=-1", "must be a non-negative integer"),
+    ("epochs=nan", "must be a whole number"), ("seed=-3", "must be a non-negative integer"), ("seed=1.5", "must be a whole number"),
+])
+def test_bad_neural_options_fail_when_the_spec_is_read(option, why) -> None:
+    from embedlab.methods.registry import parse
+    from embedlab.spec import SpecError
+
+    key, value = option.split("=")
+    with pytest.raises(SpecError, match=re.escape(f"option {key}={value!r}: {why}")):
+        parse(f"neural:minilm,{option}")
