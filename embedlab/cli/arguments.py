@@ -17,22 +17,6 @@ def _integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
-def positive_int(text: str) -> int:
-    """A whole number ≥ 1 (batch sizes, counts of items to draw, steps)."""
-    number = _integer(text)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return number
-
-
-def non_negative_int(text: str) -> int:
-    """A whole number ≥ 0 (seeds, epochs)."""
-    number = _integer(text)
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
-    return number
-
-
 def _finite(text: str) -> float:
     try:
         number = float(text)
@@ -41,6 +25,22 @@ def _finite(text: str) -> float:
     if not math.isfinite(number):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     return number
+
+
+def _at_least(number: float, text: str, minimum: int) -> float:
+    if number < minimum:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative" if minimum == 0 else f"{text!r} must be at least {minimum}")
+    return number
+
+
+def positive_int(text: str) -> int:
+    """A whole number ≥ 1 (batch sizes, counts of items to draw, steps)."""
+    return _at_least(_integer(text), text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """A whole number ≥ 0 (seeds, epochs)."""
+    return _at_least(_integer(text), text, 0)
 
 
 def positive_float(text: str) -> float:
@@ -53,7 +53,4 @@ def positive_float(text: str) -> float:
 
 def non_negative_float(text: str) -> float:
     """A finite number ≥ 0 (weight decay)."""
-    number = _finite(text)
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
-    return number
+    return _at_least(_finite(text), text, 0)
