@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import embedlab
+from embedlab.cli.arguments import non_negative_int, positive_int
 from embedlab.evaluation import evaluate
 from embedlab.evaluation.alignsim import metrics
 from embedlab.evaluation.alignsim.perturb import SamplingConfig
@@ -65,14 +66,14 @@ def add_cli(subparsers) -> None:
     parser.add_argument("specs", nargs="+", metavar="SPEC", help="method specs, e.g. st:minilm minilm")
     parser.add_argument("--criteria", type=_int_list, default=list(CRITERIA), help="comma-separated, default 1,2,3,4,5")
     parser.add_argument("--datasets", type=_dataset_list, default=list(ALL_DATASETS), help="default qqp,paws,mrpc,afin")
-    parser.add_argument("--seed", type=int, default=0, help="fixes every sample and perturbation (default 0)")
-    parser.add_argument("--pairs-per-label", type=int, default=SamplingConfig.pairs_per_label, help="criterion 1 pairs per label")
-    parser.add_argument("--sentences", type=int, default=SamplingConfig.sentences, help="criterion 2 sentences per dataset")
-    parser.add_argument("--triplets", type=int, default=SamplingConfig.triplets, help="criteria 3/5 positive pairs per dataset")
-    parser.add_argument("--afin-pairs", type=int, default=None, help="criterion 4 AFIN pairs (default: all)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="fixes every sample and perturbation (default 0)")
+    parser.add_argument("--pairs-per-label", type=positive_int, default=SamplingConfig.pairs_per_label, help="criterion 1 pairs per label")
+    parser.add_argument("--sentences", type=positive_int, default=SamplingConfig.sentences, help="criterion 2 sentences per dataset")
+    parser.add_argument("--triplets", type=positive_int, default=SamplingConfig.triplets, help="criteria 3/5 positive pairs per dataset")
+    parser.add_argument("--afin-pairs", type=positive_int, default=None, help="criterion 4 AFIN pairs (default: all)")
     parser.add_argument("--sim-epsilons", type=_float_list, default=metrics.COSINE_EPSILONS, help="ε grid for similarity margins")
     parser.add_argument("--ned-epsilons", type=_float_list, default=metrics.NED_EPSILONS, help="ε grid for NED margins")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--out", type=Path, default=Path("alignsim_report"), help="report folder (default ./alignsim_report)")
     parser.add_argument("--db", type=Path, default=None, help="results database (default: the ResultsDB default path)")
     parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")

@@ -3,18 +3,29 @@
 Each command group is one module with an ``add_cli(subparsers)`` function; :data:`COMMAND_GROUPS`
 lists them, in the order ``embedlab --help`` shows their commands. A new group is one module plus one
 entry there.
+
+Every failure ends as one line ``embedlab COMMAND: error: ...`` on stderr and an exit status that says
+whose fault it was (see :func:`main`); ``EMBEDLAB_DEBUG=1`` lets the traceback through instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
+import warnings
 
 from embedlab import __version__
 from embedlab.cli import alignsim, embed, evaluate, matching, methods, neural
 
 COMMAND_GROUPS = (embed, methods, evaluate, neural, matching, alignsim)
+
+USAGE_ERROR = 2  # bad arguments or input: the user can fix the command line or the file
+RUNTIME_ERROR = 1  # the command was fine but the machine was not (disk full, no permission, damaged database)
+INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
+# A path that names nothing, or the wrong kind of thing, is a mistake in the command line, not a fault.
+_USAGE_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,12 +37,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def describe(error: BaseException) -> str:
+    """One line for an error: an OSError as "reason: file" (not "[Errno 28] ..."), others as their message."""
+    if isinstance(error, OSError) and error.strerror:
+        files = [str(name) for name in (error.filename, error.filename2) if name is not None]
+        return f"{error.strerror}: {' -> '.join(files)}" if files else error.strerror
+    if isinstance(error, sqlite3.Error):
+        return f"results database: {error}"
+    message = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)  # KeyError quotes its text
+    return " ".join(message.split()) or type(error).__name__
+
+
+def exit_status(error: BaseException) -> int:
+    """2 for a usage or input error, 1 for a runtime fault, 130 for Ctrl-C."""
+    if isinstance(error, KeyboardInterrupt):
+        return INTERRUPTED
+    if isinstance(error, (*_USAGE_OS_ERRORS, ValueError, LookupError, TypeError)):
+        return USAGE_ERROR
+    return RUNTIME_ERROR
+
+
+def _one_line_warning(command: str):
+    """A ``warnings.showwarning`` that prints a warning (a damaged cache entry recomputed, a NaN metric
+    not stored) as one line, without the source line Python would print under it."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"embedlab {command}: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; expected failures (bad input, spec, data) print one line and return 2."""
+    """Run one command and return its exit status; an error prints one line (see :func:`exit_status`)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # embedlab never downloads
     args = build_parser().parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
-    except (ValueError, TypeError, LookupError, FileNotFoundError) as error:
-        print(f"embedlab {args.command}: error: {error}", file=sys.stderr)
-        return 2
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning(args.command)
+            return int(args.handler(args) or 0)
+    except BrokenPipeError:  # the reader went away (``embedlab results | head``): nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return RUNTIME_ERROR
+    except (Exception, KeyboardInterrupt) as error:  # noqa: BLE001 - every failure becomes one line
+        if os.environ.get("EMBEDLAB_DEBUG", "") not in ("", "0"):
+            raise
+        status = exit_status(error)
+        if status == INTERRUPTED:
+            message = "interrupted"
+        elif status == USAGE_ERROR or isinstance(error, (OSError, sqlite3.Error)):
+            message = describe(error)
+        else:  # not a fault we expect: name its type so that a bug report says what happened
+            message = f"{type(error).__name__}: {describe(error)} (EMBEDLAB_DEBUG=1 shows the traceback)"
+        print(f"embedlab {args.command}: error: {message}", file=sys.stderr)
+        return status

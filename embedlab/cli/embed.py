@@ -13,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab.cli.arguments import positive_int
+from embedlab.data import unicode_problem
+
 
 class InputError(ValueError):
     """Bad input file content, with the file and line it came from."""
@@ -37,7 +40,9 @@ def read_texts(path: str, input_format: str = "auto") -> list[str]:
         payload, source = sys.stdin.buffer.read(), "<stdin>"
     else:
         file = Path(path)
-        if not file.is_file():
+        if file.is_dir():
+            raise InputError(f"--input {file} is a folder; give a text file (one text per line) or .jsonl")
+        if not file.exists():
             raise InputError(f"input file not found: {file.resolve()}")
         payload, source = file.read_bytes(), str(file)
     lines = _decode_lines(payload, source)
@@ -55,6 +60,9 @@ def read_texts(path: str, input_format: str = "auto") -> list[str]:
             raise InputError(f"{source}:{number}: invalid JSON ({error.msg})") from None
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             raise InputError(f"{source}:{number}: expected a JSON object with a string field 'text'")
+        problem = unicode_problem(record["text"])
+        if problem:
+            raise InputError(f"{source}:{number}: 'text' has a {problem}")
         texts.append(record["text"])
     return texts
 
@@ -76,6 +84,10 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 def _cmd_similarity(args: argparse.Namespace) -> int:
     import embedlab
 
+    for name, text in (("text_a", args.text_a), ("text_b", args.text_b)):
+        problem = unicode_problem(text)  # undecodable bytes in an argument arrive as lone surrogates
+        if problem:
+            raise InputError(f"{name} has a {problem}")
     score = embedlab.load(args.spec).similarity([(args.text_a, args.text_b)])[0]
     print(f"{score:.6f}")
     return 0
@@ -88,7 +100,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     embed.add_argument("--input", required=True, help="text file (one text per line), .jsonl with a 'text' field, or - for stdin")
     embed.add_argument("--input-format", choices=("auto", "lines", "jsonl"), default="auto", help="auto: .jsonl/.json files are JSON lines")
     embed.add_argument("--output", required=True, help="output .npy file (float32, one row per text)")
-    embed.add_argument("--batch-size", type=int, default=32)
+    embed.add_argument("--batch-size", type=positive_int, default=32)
     embed.add_argument("--normalize", action="store_true", help="unit-normalise the vectors")
     embed.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show a progress bar")
     embed.set_defaults(handler=_cmd_embed)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import embedlab
+from embedlab.cli.arguments import non_negative_int
 
 if TYPE_CHECKING:  # importing the harness costs seconds: only the commands that run it do
     from embedlab.evaluation.records import Record
@@ -55,7 +56,7 @@ def _filter(records: list[Record], args: argparse.Namespace) -> list[Record]:
 def _stored(args: argparse.Namespace) -> list[Record]:
     from embedlab.results.database import ResultsDB
 
-    db = ResultsDB(args.db)
+    db = ResultsDB(args.db, create=False)
     methods = args.method or [None]
     tasks = args.task or [None]
     datasets = args.dataset or [None]
@@ -71,17 +72,9 @@ def run_eval(args: argparse.Namespace) -> int:
     from embedlab.evaluation import evaluate, parse_tasks
     from embedlab.results.database import ResultsDB
 
-    try:
-        tasks = parse_tasks(args.tasks, seed=args.seed, pair_features=args.pair_features,
-                            layout="line" if args.groups_per_line else "column")
-    except (ValueError, FileNotFoundError) as error:
-        print(f"embedlab eval: {error}", file=sys.stderr)
-        return 2
-    try:
-        methods = [load_method(spec) for spec in args.specs]
-    except Exception as error:  # noqa: BLE001 - an unknown spec or model: report it, do not trace back
-        print(f"embedlab eval: {error}", file=sys.stderr)
-        return 2
+    tasks = parse_tasks(args.tasks, seed=args.seed, pair_features=args.pair_features,
+                        layout="line" if args.groups_per_line else "column")
+    methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work
     db = None if args.no_db else ResultsDB(args.db)
     log = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
     run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection, log=log)
@@ -107,10 +100,11 @@ def run_report(args: argparse.Namespace) -> int:
     from embedlab.results.database import ResultsDB
 
     records = _stored(args)
+    database = ResultsDB(args.db, create=False).path
     if not records:
-        print(f"embedlab report: no stored results match in {ResultsDB(args.db).path}", file=sys.stderr)
+        print(f"embedlab report: no stored results match in {database}", file=sys.stderr)
         return 1
-    path = write_report(records, args.out, title=args.title, provenance=f"Results database: {ResultsDB(args.db).path}.")
+    path = write_report(records, args.out, title=args.title, provenance=f"Results database: {database}.")
     print(f"wrote {path} ({len(records)} records)")
     return 0
 
@@ -137,7 +131,7 @@ def add_cli(subparsers) -> None:
     evaluate_parser.add_argument("--tasks", default="quick", help="comma-separated task selection (default: quick)")
     evaluate_parser.add_argument("--force", action="store_true", help="recompute results already in the database")
     evaluate_parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
-    evaluate_parser.add_argument("--seed", type=int, default=0,
+    evaluate_parser.add_argument("--seed", type=non_negative_int, default=0,
                                  help="seed of every random choice (k-means, CV folds, ALIGN-SIM samples)")
     evaluate_parser.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
                                  help="MRPC/SICK-E classifier features: senteval [|u-v|, u*v] or full [u, v, |u-v|, u*v]")

@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from embedlab.cli.arguments import non_negative_int, positive_float, positive_int
+
 
 def _cmd_explain(args: argparse.Namespace) -> int:
     import embedlab
@@ -66,13 +68,13 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     train = subparsers.add_parser("train-token-weights", help="learn per-token weights with unsupervised SimCSE (§3 Token Weighting)")
     train.add_argument("model", help="model name or folder, e.g. minilm")
     train.add_argument("--out", help="output .safetensors (default: where weights=learned looks for this model)")
-    train.add_argument("--steps", type=int, default=defaults.steps)
-    train.add_argument("--batch-size", type=int, default=defaults.batch_size)
-    train.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
-    train.add_argument("--seed", type=int, default=defaults.seed)
-    train.add_argument("--max-tokens", type=int, default=defaults.max_tokens, help="sentences are cut to this many tokens (SimCSE: 32)")
-    train.add_argument("--min-chars", type=int, default=defaults.min_chars, help="WikiText-2 sentences shorter than this are skipped")
-    train.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
+    train.add_argument("--steps", type=positive_int, default=defaults.steps)
+    train.add_argument("--batch-size", type=positive_int, default=defaults.batch_size)
+    train.add_argument("--learning-rate", type=positive_float, default=defaults.learning_rate)
+    train.add_argument("--seed", type=non_negative_int, default=defaults.seed)
+    train.add_argument("--max-tokens", type=positive_int, default=defaults.max_tokens, help="sentences are cut to this many tokens (SimCSE: 32)")
+    train.add_argument("--min-chars", type=non_negative_int, default=defaults.min_chars, help="WikiText-2 sentences shorter than this are skipped")
+    train.add_argument("--checkpoint-every", type=positive_int, default=defaults.checkpoint_every)
     train.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True, help="continue from a checkpoint of the same settings")
     train.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     train.set_defaults(handler=_cmd_train)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from embedlab.cli.arguments import positive_int
+
 DEMO_PAIRS = 12
 
 
@@ -34,7 +36,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     test = stsb("test")
     rows = list(zip(test.scores.tolist(), test.first, test.second))
-    chosen = [rows[index] for index in range(0, len(rows), len(rows) // args.pairs)][: args.pairs]
+    step = max(1, len(rows) // args.pairs)  # evenly spread; every pair when more are asked for than exist
+    chosen = [rows[index] for index in range(0, len(rows), step)][: args.pairs]
     method = embedlab.load(args.spec)
     scores = method.similarity([(a, b) for _, a, b in chosen])
     print(f"method: {method.spec}  (STS-B test, {len(chosen)} pairs: human score 0-5 vs similarity)")
@@ -51,5 +54,5 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
     demo = subparsers.add_parser("demo", help="similarities of a few STS-B test pairs next to their human scores")
     demo.add_argument("spec", nargs="?", default="minilm")
-    demo.add_argument("--pairs", type=int, default=DEMO_PAIRS)
+    demo.add_argument("--pairs", type=positive_int, default=DEMO_PAIRS, help=f"how many pairs to show (default {DEMO_PAIRS})")
     demo.set_defaults(handler=_cmd_demo)

@@ -7,3 +7,13 @@ class DataFormatError(ValueError):
     Defined here, at the bottom of the package, so that every reader (:mod:`embedlab.data.datasets`,
     :mod:`embedlab.data.wikitext`) raises the same error without importing one another.
     """
+
+
+def unicode_problem(text: str) -> str | None:
+    """Why ``text`` is not valid Unicode (a lone surrogate, from a JSON ``"\\ud800"`` escape or from
+    undecodable bytes in a command-line argument), or None; tokenizers cannot encode such text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"lone surrogate {text[error.start]!r} at character {error.start} (not valid Unicode)"
+    return None

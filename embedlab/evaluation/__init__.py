@@ -10,7 +10,9 @@ items, ``family:@path`` for a user file, ``all``, or ``quick`` (a few minutes on
 
 from __future__ import annotations
 
+import math
 import sys
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -84,6 +86,20 @@ def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
     return tasks
 
 
+def _storable(records: list[Record]) -> list[Record]:
+    """The records that hold a number. A NaN metric (a correlation with constant gold scores, Eq. 3 with
+    no broken triplets) is undefined, not a result: it is returned to the caller and shown, with a
+    warning, but never stored, so the rest of the evaluation carries on."""
+    kept = []
+    for record in records:
+        if math.isnan(record.value):
+            warnings.warn(f"{record.task}/{record.dataset} {record.subset} {record.metric} of {record.method} is NaN "
+                          "(undefined, e.g. constant scores); not stored", RuntimeWarning, stacklevel=3)
+        else:
+            kept.append(record)
+    return kept
+
+
 @dataclass
 class EvaluationRun:
     """What :func:`evaluate` did: records (fresh and reused) and the (method, task) pairs skipped."""
@@ -125,7 +141,7 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
             say(f"run {task.name}/{task.dataset} for {method.spec}")
             records = task.run(method)
             if db is not None:
-                db.add(records, fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None)
+                db.add(_storable(records), fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None)
             run.records += records
     if intersections and len(methods) > 1:
         reference = methods[0]
@@ -143,6 +159,6 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
                         continue
                 record = task.intersection(other, reference)
                 if db is not None:
-                    db.add([record], fingerprint=other.fingerprint, seed=seed, extra={"reference": reference.spec})
+                    db.add(_storable([record]), fingerprint=other.fingerprint, seed=seed, extra={"reference": reference.spec})
                 run.records.append(record)
     return run

@@ -10,6 +10,7 @@ these declarations, so adding a task is one new module and one line in the task 
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import os
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from embedlab.evaluation.records import Record
+from embedlab.runtime import cache_key
 
 
 @runtime_checkable
@@ -75,6 +77,7 @@ class Task:
     datasets: ClassVar[tuple[str, ...]] = ()  # run when the family is selected without a dataset
     options: ClassVar[tuple[str, ...]] = ()  # keyword options taken from parse_tasks(**options)
     user_files: ClassVar[bool] = False  # accepts ``family:@FILE``
+    parsing_options: ClassVar[tuple[str, ...]] = ()  # the ``options`` that change how a user file is read
     needs_vectors: ClassVar[bool] = True  # False: pairwise methods work through method.similarity(pairs)
     headline: ClassVar[str] = ""
     metrics: ClassVar[dict[str, Metric]] = {}
@@ -91,9 +94,19 @@ class Task:
         if not cls.user_files:
             raise ValueError(f"task {cls.name} does not take a user file ({dataset})")
         path = Path(dataset[1:]).expanduser()
-        if not path.is_file():
+        if not path.exists():  # a folder or an unreadable file fails when hashed, with the OS's reason
             raise FileNotFoundError(f"data file not found: {path.resolve()} (given in --tasks as {cls.name}:{dataset})")
-        return cls(path.stem, path=dataset[1:], **keywords)
+        return cls(cls.user_dataset_name(path, keywords), path=dataset[1:], **keywords)
+
+    @classmethod
+    def user_dataset_name(cls, path: Path, options: dict) -> str:
+        """``stem@digest``: the file's name for people, plus a short hash of its bytes and of the
+        ``parsing_options`` that decide how they are read, so that stored results of one file are never
+        served for another file of the same name (or the same file read another way)."""
+        defaults = inspect.signature(cls.__init__).parameters
+        parsing = {name: options.get(name, defaults[name].default) for name in cls.parsing_options}
+        digest = cache_key(hashlib.sha256(path.read_bytes()).hexdigest(), parsing)
+        return f"{path.stem}@{digest[:8]}"
 
     @classmethod
     def headline_of(cls, dataset: str) -> str:

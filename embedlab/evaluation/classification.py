@@ -24,7 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
-from embedlab.data import datasets
+from embedlab.data import DataFormatError, datasets
 from embedlab.data.datasets import LabelledPairs, LabelledTexts
 from embedlab.evaluation.base import Method, Metric, Task, solver_threads
 from embedlab.evaluation.records import Record
@@ -137,7 +137,12 @@ class ClassificationTask(Task):
         if self.path is not None or name in CV_SETS:
             data = datasets.load_labelled_texts(self.path) if self.path else datasets.senteval_binary(name)
             (whole,) = self._texts(method, [data])
-            dev, test = nested_cv_accuracy(whole.x, whole.y, folds=self.folds, inner_folds=self.inner_folds, seed=seed)
+            try:
+                dev, test = nested_cv_accuracy(whole.x, whole.y, folds=self.folds, inner_folds=self.inner_folds, seed=seed)
+            except ValueError as error:  # scikit-learn's fold check: say which file is too small, and how
+                counts = dict(zip(data.label_names, np.bincount(data.labels).tolist()))
+                raise DataFormatError(f"{self.path or name}: {len(data)} texts (per label {counts}) are too few for "
+                                      f"nested {self.folds}x{self.inner_folds}-fold cross-validation ({error})") from None
             n, protocol = len(data), f"{self.folds}-fold"
         elif name == "trec":
             train, test_split = self._texts(method, [datasets.trec("train"), datasets.trec("test")])

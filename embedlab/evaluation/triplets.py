@@ -136,6 +136,7 @@ class TripletsTask(Task):
     datasets = ("mrpc", "sts", "summ-g", "summ-r", "text-summ-g", "text-summ-r")
     options = ("layout",)
     user_files = True
+    parsing_options = ("layout",)
     headline = "error"
     metrics = ERROR_COUNT_METRICS | {
         "intersection": Metric("Eq. 3 overlap of this method's broken triplets with the reference method's, 0–1", ""),

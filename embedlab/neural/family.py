@@ -21,6 +21,7 @@ neural embedding and all six hidden-layer variants of its texts at once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -50,16 +51,24 @@ PATHS = ("batched", "reference")
 
 
 def _non_negative_int(value: str) -> str:
-    number = int(value)
+    """Epochs and seeds: a bad value fails when the spec is read, not inside torch."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError("must be a whole number") from None
     if number < 0:
         raise ValueError("must be a non-negative integer")
     return str(number)
 
 
 def _positive_float(value: str) -> str:
-    number = float(value)
-    if not number > 0:
-        raise ValueError("must be positive")
+    """The learning rate: NaN or infinity would only give NaN embeddings."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError("must be a number") from None
+    if not (math.isfinite(number) and number > 0):
+        raise ValueError("must be a finite positive number")
     return repr(number)
 
 

@@ -10,6 +10,7 @@ Re-adding records for the same (method, task, dataset, subset, metric) replaces 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import subprocess
@@ -71,8 +72,12 @@ def default_path() -> Path:
 class ResultsDB:
     """The results database: add records, ask whether a (method, task, dataset) is done, query them back."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, create: bool = True) -> None:
+        """Open (and with ``create``, make) the database; reading commands pass ``create=False`` so that a
+        mistyped ``--db`` is an error instead of a new empty database."""
         self.path = Path(path).expanduser() if path is not None else default_path()
+        if not create and not self.path.is_file():
+            raise FileNotFoundError(f"results database not found: {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # One short-lived connection per call keeps the object safe to share and the file closed between runs.
         with self._connect() as connection:
@@ -93,6 +98,9 @@ class ResultsDB:
             if not isinstance(record, Record):
                 raise TypeError(f"record {index} is a {type(record).__name__}, not an embedlab.evaluation.records.Record")
             value = float(record.value)
+            if math.isnan(value):  # SQLite would store NULL, which the table refuses: say which record
+                raise ValueError(f"record {index} ({record.task}/{record.dataset} {record.subset} {record.metric}) is NaN; "
+                                 "the results database stores numbers only")
             rows.append((record.method, record.task, record.dataset, record.subset, record.metric, value,
                          int(record.n), str(fingerprint), version, int(seed), now, extra_text))
         with self._connect() as connection:

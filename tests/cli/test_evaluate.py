@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,20 +11,15 @@ import pytest
 from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 
 from embedlab.cli import evaluate as cli_eval
+from embedlab.cli.app import main
 from embedlab.evaluation import evaluate, parse_tasks
 from embedlab.evaluation.records import RECORD_KEYS
 from embedlab.results.database import ResultsDB
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="embedlab")
-    cli_eval.add_cli(parser.add_subparsers(dest="command", required=True))
-    return parser
-
-
 def _run(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
-    return args.handler(args)
+    """The command's exit status, through the command line's error handling."""
+    return main(argv)
 
 
 @pytest.fixture()
@@ -53,7 +48,7 @@ def test_eval_json_lines_and_reuse(files, tmp_path: Path, monkeypatch: pytest.Mo
     assert rows and all(list(row) == list(RECORD_KEYS) for row in rows)
     assert {(r["method"], r["task"]) for r in rows} == {
         ("fake-a", "pairs"), ("fake-a", "triplets"), ("fake-a", "sts"), ("pair-b", "pairs"), ("pair-b", "sts")}
-    assert "skip triplets/groups for pair-b" in captured.err  # pairwise method: reported, not failed
+    assert re.search(r"skip triplets/groups@[0-9a-f]{8} for pair-b", captured.err)  # pairwise method: reported, not failed
     totals = {r["method"]: r["value"] for r in rows if r["task"] == "pairs" and r["metric"] == "total"}
     assert totals == {"fake-a": 4, "pair-b": 4}
     assert len(created[0].encode_calls) == 3  # one encode call per dataset
@@ -63,11 +58,11 @@ def test_eval_json_lines_and_reuse(files, tmp_path: Path, monkeypatch: pytest.Mo
     again = capsys.readouterr()
     assert [json.loads(line) for line in again.out.splitlines()] == rows
     assert created[2].encode_calls == [] and created[3].similarity_calls == 0
-    assert "reuse pairs/labelled for fake-a" in again.err
+    assert re.search(r"reuse pairs/labelled@[0-9a-f]{8} for fake-a", again.err)
     # --force recomputes the tasks (the encodings themselves come from the on-disk cache)
     assert _run(argv + ["--force"]) == 0
     forced = capsys.readouterr()
-    assert "run pairs/labelled for fake-a" in forced.err and "reuse" not in forced.err
+    assert re.search(r"run pairs/labelled@[0-9a-f]{8} for fake-a", forced.err) and "reuse" not in forced.err
     assert created[4].encode_calls == []
 
 
@@ -78,7 +73,7 @@ def test_results_and_report(files, tmp_path: Path, capsys) -> None:
     assert _run(["results", "--db", str(db.path), "--task", "pairs", "--format", "markdown"]) == 0
     table = capsys.readouterr().out
     assert table.splitlines()[0] == "| task | dataset | subset | metric | m1 | m2 | n |"
-    assert "| pairs | labelled | all | total | 4 | 4 | 4 |" in table
+    assert re.search(r"\| pairs \| labelled@[0-9a-f]{8} \| all \| total \| 4 \| 4 \| 4 \|", table)
     assert _run(["results", "--db", str(db.path), "--metric", "spearman", "--method", "m2", "--format", "json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["method"], r["task"], r["metric"]) for r in rows] == [("m2", "sts", "spearman")]
@@ -86,7 +81,8 @@ def test_results_and_report(files, tmp_path: Path, capsys) -> None:
     assert _run(["report", "--db", str(db.path), "--out", str(out)]) == 0
     page = out.read_text()
     assert page.count("data:image/png;base64,") == 2 and "<table>" in page and "http" not in page.lower()
-    assert _run(["report", "--db", str(tmp_path / "empty.sqlite"), "--out", str(out)]) == 1
+    empty = ResultsDB(tmp_path / "empty.sqlite").path
+    assert _run(["report", "--db", str(empty), "--out", str(out)]) == 1
 
 
 def test_bad_task_selection_is_a_clear_error(capsys) -> None:
@@ -123,5 +119,6 @@ def test_results_of_other_settings_are_recomputed_not_reused(tmp_path: Path) -> 
     for seed in (0, 1, 1, 0):
         evaluate([method], parse_tasks(f"clustering:@{labelled}", seed=seed), db=db, seed=seed, log=messages.append)
     assert [m.split()[0] for m in messages] == ["run", "run", "reuse", "run"]
-    assert db.settings("settings", "clustering", "labelled") == {}  # the last run: default settings
+    dataset = parse_tasks(f"clustering:@{labelled}")[0].dataset  # the seed is no part of a user file's name
+    assert db.settings("settings", "clustering", dataset) == {}  # the last run: default settings
     assert {row["seed"] for row in db.provenance(method="settings")} == {0}  # seed 1's rows were replaced
