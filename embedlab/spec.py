@@ -22,6 +22,8 @@ declared order, so equal methods have equal strings.
 
 from __future__ import annotations
 
+import difflib
+import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -47,7 +49,8 @@ class Option:
             except ValueError as error:
                 raise SpecError(f"option {key}={value!r}: {error}") from None
         if self.choices is not None and value not in self.choices:
-            raise SpecError(f"option {key}={value!r} is not valid; choose one of: {', '.join(self.choices)}")
+            raise SpecError(f"option {key}={value!r} is not valid{did_you_mean(value, self.choices)}; "
+                            f"choose one of: {', '.join(self.choices)}")
         return value
 
 
@@ -60,6 +63,44 @@ class FamilySchema:
 
 class SpecError(ValueError):
     """A method spec that cannot be parsed or names unknown families, keys or values."""
+
+
+def did_you_mean(given: str, names: Collection[str]) -> str:
+    """``"; did you mean 'x'?"`` for the name closest to a mistyped ``given`` (difflib), else ``""``."""
+    close = difflib.get_close_matches(given, list(names), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def whole_number(minimum: int = 0) -> Callable[[str], str]:
+    """An option validator: a whole number ≥ ``minimum`` (seeds, epochs), so that a bad value fails when the
+    spec is read rather than deep inside numpy or torch."""
+    def validate(value: str) -> str:
+        try:
+            number = int(value)
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+        if number < minimum:
+            raise ValueError(f"must be at least {minimum}")
+        return str(number)
+
+    return validate
+
+
+def finite_number(*, positive: bool = False) -> Callable[[str], str]:
+    """An option validator: a finite number (NaN or infinity would only give NaN vectors), > 0 when
+    ``positive`` (standard deviations, learning rates)."""
+    def validate(value: str) -> str:
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError("must be a number") from None
+        if not math.isfinite(number):
+            raise ValueError("must be a finite number")
+        if positive and not number > 0:
+            raise ValueError("must be positive")
+        return repr(number)
+
+    return validate
 
 
 @dataclass(frozen=True)
@@ -110,7 +151,8 @@ def build_spec(schema: FamilySchema, model: str, values: Mapping[str, str]) -> M
     unknown = [key for key in values if key not in schema.options]
     if unknown:
         raise SpecError(
-            f"unknown option {unknown[0]!r} for family {family!r}; valid options: {', '.join(schema.options) or '(none)'}"
+            f"unknown option {unknown[0]!r} for family {family!r}{did_you_mean(unknown[0], schema.options)}; "
+            f"valid options: {', '.join(schema.options) or '(none)'}"
         )
     options = []
     for key, option in schema.options.items():
@@ -137,10 +179,14 @@ def _parse_options(text: str, where: str) -> dict[str, str]:
     return values
 
 
-def _parse_part(text: str, families: Mapping[str, FamilySchema]) -> MethodSpec:
+def _parse_part(text: str, families: Mapping[str, FamilySchema], model_names: Collection[str]) -> MethodSpec:
     if not text:
         raise SpecError("empty method spec")
     head, colon, rest = text.partition(":")
+    if colon and head not in families and head not in model_names and "/" not in head and "=" not in rest.split(",", 1)[0]:
+        # FAMILY:MODEL with a family that does not exist (MODEL:options would start with key=value)
+        raise SpecError(f"unknown family {head!r} in spec {text!r}{did_you_mean(head, families)}; "
+                        f"known families: {', '.join(sorted(families))}")
     if colon and head in families and head != POOLED:
         model, _, options = rest.partition(",")
         family = head
@@ -197,5 +243,5 @@ def parse_spec(text: str, families: Mapping[str, FamilySchema], model_names: Col
     text = text.strip()
     if not text or any(char.isspace() for char in text):
         raise SpecError(f"method spec {text!r} is empty or contains whitespace")
-    parts = [_parse_part(part, families) for part in _split_parts(text, families, model_names)]
+    parts = [_parse_part(part, families, model_names) for part in _split_parts(text, families, model_names)]
     return parts[0] if len(parts) == 1 else ConcatSpec(tuple(parts))

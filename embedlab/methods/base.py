@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from embedlab.data import unicode_problem
 from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, Option
 
 
@@ -36,6 +37,8 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     for index, text in enumerate(checked):
         if not isinstance(text, str):
             raise TypeError(f"text at index {index} is {type(text).__name__}, not str")
+        if (problem := unicode_problem(text)) is not None:
+            raise ValueError(f"text at index {index} has a {problem}")
     return checked
 
 

@@ -32,7 +32,7 @@ from embedlab.pooling.postprocess import Chain, parse_chain, read_safetensors, v
 from embedlab.pooling.sources import AvgTokens, ContextualTokens, MixedTokens, RandomTokens, TokenSource, resolve_layers
 from embedlab.pooling.weights import FILTERS, excluded_vocabulary
 from embedlab.runtime import ArrayStore, atomic_write_bytes, cache_key
-from embedlab.spec import POOLED, MethodSpec, Option
+from embedlab.spec import POOLED, MethodSpec, Option, finite_number, whole_number
 from embedlab.tokens.templates import TEMPLATES, get_template
 
 # ·^W post-processing is fitted on this many WikiText-2 train sentences (a seeded sample).
@@ -62,25 +62,12 @@ def _validate_filter(value: str) -> str:
     return "biases" if items == set(FILTERS) else "+".join(name for name in FILTERS if name in items)
 
 
-def _validate_float(value: str) -> str:
-    try:
-        return repr(float(value))
-    except ValueError:
-        raise ValueError("expected a number") from None
-
-
-def _validate_int(value: str) -> str:
-    if not value.lstrip("-").isdigit():
-        raise ValueError("expected an integer")
-    return str(int(value))
-
-
 # token source
 LAYERS_OPTION = Option("last", help="layers averaged, '+'-joined: -1 (static), 0 (embedding output), 1..L, last", validate=_validate_layers)
 TEMPLATE_OPTION = Option("none", ("none", *TEMPLATES), "prompt template T0–T4 (Table 1)")
-SEED_OPTION = Option("0", help="seed of the random token vectors", validate=_validate_int)
-STD_OPTION = Option("0.1", help="standard deviation of the random token vectors", validate=_validate_float)
-W_OPTION = Option("0.5", help="weight of the Avg vectors in (1-w)·model + w·Avg (Eq. 10); may be negative", validate=_validate_float)
+SEED_OPTION = Option("0", help="seed of the random token vectors", validate=whole_number(0))
+STD_OPTION = Option("0.1", help="standard deviation of the random token vectors", validate=finite_number(positive=True))
+W_OPTION = Option("0.5", help="weight of the Avg vectors in (1-w)·model + w·Avg (Eq. 10); may be negative", validate=finite_number())
 # token selection and weights
 WEIGHTS_OPTION = Option("none", WEIGHTINGS, "token weights: none, idf over the target texts (idf^T), idf over WikiText-2 (idf^W)")
 FILTER_OPTION = Option("none", help="drop tokens: none, biases (= frequent+punct+subword), or a '+'-joined subset", validate=_validate_filter)

@@ -21,7 +21,6 @@ neural embedding and all six hidden-layer variants of its texts at once.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -42,34 +41,12 @@ from embedlab.neural.variants import (
     weight_change_embedding,
 )
 from embedlab.runtime import ArrayStore, cache_key
-from embedlab.spec import Option
+from embedlab.spec import Option, finite_number, whole_number
 
 # Texts micro-tuned per call of the batched path before their embeddings are cached; large enough
 # that the batched path's groups (about 4,096 masked positions, 100-200 sentences) stay full.
 CACHE_SLICE = 512
 PATHS = ("batched", "reference")
-
-
-def _non_negative_int(value: str) -> str:
-    """Epochs and seeds: a bad value fails when the spec is read, not inside torch."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise ValueError("must be a whole number") from None
-    if number < 0:
-        raise ValueError("must be a non-negative integer")
-    return str(number)
-
-
-def _positive_float(value: str) -> str:
-    """The learning rate: NaN or infinity would only give NaN embeddings."""
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError("must be a number") from None
-    if not (math.isfinite(number) and number > 0):
-        raise ValueError("must be a finite positive number")
-    return repr(number)
 
 
 def _index_or_none(limit: int) -> Callable[[str], str]:
@@ -86,8 +63,8 @@ def _index_or_none(limit: int) -> Callable[[str], str]:
 NEURAL_OPTIONS: dict[str, Option] = {
     "params": Option("head", help="tuned 1-D parameters: head (L0,L1,L2 of the head transform), block (last block's output vectors), "
                      "block-dense-bias (neural-1), or names joined by ';' ('layer.last.' = last block)"),
-    "epochs": Option("10", help="micro-tuning epochs (one full-batch AdamW step each)", validate=_non_negative_int),
-    "lr": Option("0.01", help="AdamW learning rate (other AdamW settings are torch defaults)", validate=_positive_float),
+    "epochs": Option("10", help="micro-tuning epochs (one full-batch AdamW step each)", validate=whole_number(0)),
+    "lr": Option("0.01", help="AdamW learning rate (other AdamW settings are torch defaults)", validate=finite_number(positive=True)),
     "head": Option("auto", help="masked-LM head: auto (checkpoint's own, else the shipped trained one), untrained, or a head file"),
     "skip-layer": Option("none", help="ablation Neural-L<i>: leave out tuned layer i (Appendix C.1)", validate=_index_or_none(len(HEAD_VECTORS))),  # every preset tunes three layers
     "skip-blueprint": Option("none", help="ablation Neural-B<i>: leave out masking blueprint i of [(2,1),(1,1),(1,2),(1,3)] (Appendix C.2)",
@@ -95,7 +72,7 @@ NEURAL_OPTIONS: dict[str, Option] = {
     "variant": Option("neural", choices=VARIANTS,
                       help="neural (Eq. 1) or an Appendix G hidden-layer variant: cls, avg, cls-tuned, avg-tuned, cls-diff, avg-diff"),
     "path": Option("auto", choices=("auto", *PATHS), help="auto, batched (many texts at once) or reference (one text at a time, any parameters)"),
-    "seed": Option("0", help="seed (per-text seeds derive from it and the text)", validate=_non_negative_int),
+    "seed": Option("0", help="seed (per-text seeds derive from it and the text)", validate=whole_number(0)),
 }
 
 
