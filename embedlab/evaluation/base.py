@@ -35,7 +35,7 @@ class Method(Protocol):
     def encode(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None,
                normalize: bool = False) -> np.ndarray: ...
 
-    def similarity(self, pairs: list[tuple[str, str]], batch_size: int = 32,
+    def similarity_pairs(self, pairs: list[tuple[str, str]], batch_size: int = 32,
                    show_progress_bar: bool | None = None) -> np.ndarray: ...
 
 
@@ -78,7 +78,7 @@ class Task:
     options: ClassVar[tuple[str, ...]] = ()  # keyword options taken from parse_tasks(**options)
     user_files: ClassVar[bool] = False  # accepts ``family:@FILE``
     parsing_options: ClassVar[tuple[str, ...]] = ()  # the ``options`` that change how a user file is read
-    needs_vectors: ClassVar[bool] = True  # False: pairwise methods work through method.similarity(pairs)
+    needs_vectors: ClassVar[bool] = True  # False: pairwise methods work through method.similarity_pairs(pairs)
     headline: ClassVar[str] = ""
     metrics: ClassVar[dict[str, Metric]] = {}
 
