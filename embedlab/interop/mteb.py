@@ -64,7 +64,4 @@ class MTEBEncoder:
         return self.method.similarity(embeddings1, embeddings2)
 
     def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> torch.Tensor:
-        """Cosine of each row of ``embeddings1`` with the same row of ``embeddings2``."""
-        left = torch.nn.functional.normalize(torch.as_tensor(np.asarray(embeddings1), dtype=torch.float32), dim=-1)
-        right = torch.nn.functional.normalize(torch.as_tensor(np.asarray(embeddings2), dtype=torch.float32), dim=-1)
-        return (left * right).sum(dim=-1)
+        return self.method.similarity_pairwise(embeddings1, embeddings2)

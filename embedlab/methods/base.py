@@ -87,7 +87,7 @@ def _as_rows(embeddings: object, name: str) -> torch.Tensor:
         if embeddings and isinstance(embeddings[0], (str, tuple, list)):
             raise TypeError(f"{name} holds texts, not embeddings; score text pairs with similarity_pairs(pairs)")
         embeddings = torch.stack([torch.as_tensor(row) for row in embeddings]) if embeddings else torch.zeros(0, 0)
-    rows = torch.as_tensor(embeddings)
+    rows = torch.as_tensor(np.ascontiguousarray(embeddings) if isinstance(embeddings, np.ndarray) else embeddings)
     if rows.ndim == 1:
         rows = rows.unsqueeze(0)
     if rows.ndim != 2:
@@ -166,6 +166,15 @@ class VectorMethod(EmbeddingMethod):
         left = torch.nn.functional.normalize(_as_rows(emb_a, "emb_a"), p=2, dim=1)
         right = torch.nn.functional.normalize(_as_rows(emb_b, "emb_b"), p=2, dim=1)
         return left @ right.T
+
+    def similarity_pairwise(self, emb_a: object, emb_b: object) -> torch.Tensor:
+        """Cosine of each row of ``emb_a`` with the same row of ``emb_b`` (sentence-transformers'
+        ``model.similarity_pairwise``): the diagonal of :meth:`similarity`, without the full matrix."""
+        left = torch.nn.functional.normalize(_as_rows(emb_a, "emb_a"), p=2, dim=1)
+        right = torch.nn.functional.normalize(_as_rows(emb_b, "emb_b"), p=2, dim=1)
+        if left.shape != right.shape:
+            raise ValueError(f"similarity_pairwise needs row-aligned embeddings, got {tuple(left.shape)} and {tuple(right.shape)}")
+        return (left * right).sum(dim=1)
 
     def similarity_pairs(
         self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None

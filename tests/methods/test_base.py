@@ -60,6 +60,7 @@ def test_result_types_follow_sentence_transformers():
     np.testing.assert_array_equal(method.encode("one text"), vectors[0])
     np.testing.assert_allclose(method.similarity(vectors[0], vectors).numpy(), [[1.0, method.similarity_pairs([tuple(texts)])[0]]], atol=1e-6)
     assert method.similarity(np.zeros(method.dimension), vectors).abs().max() == 0  # a zero vector has cosine 0
+    np.testing.assert_allclose(method.similarity_pairwise(vectors, vectors[::-1]).numpy(), np.diag(method.similarity(vectors, vectors[::-1]).numpy()), atol=1e-6)
 
 
 @pytest.mark.parametrize(
