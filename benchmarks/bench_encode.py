@@ -43,7 +43,7 @@ def main() -> None:
 
         folder = fresh_cache()
         start = time.perf_counter()
-        ours = embedlab.load("minilm").encode(sentences, batch_size=args.batch_size, normalize=True)
+        ours = embedlab.load("minilm").encode(sentences, batch_size=args.batch_size, normalize_embeddings=True)
         ours_times.append(time.perf_counter() - start)
         shutil.rmtree(folder, ignore_errors=True)
     agreement = float(np.einsum("ij,ij->i", ours, reference).min())

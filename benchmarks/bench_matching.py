@@ -34,25 +34,25 @@ def main() -> None:
     pairs = sts_test_pairs()
     pooled, matching = embedlab.load("minilm"), embedlab.load(args.spec)
     folder = fresh_cache()
-    pooled.similarity(pairs[:32])  # load the model, tokenizer and token weights before timing
-    matching.similarity(pairs[:32])
+    pooled.similarity_pairs(pairs[:32])  # load the model, tokenizer and token weights before timing
+    matching.similarity_pairs(pairs[:32])
     shutil.rmtree(folder, ignore_errors=True)
     pooled_times, matching_times, scoring_times, pooled_cpu, matching_cpu = [], [], [], [], []
     for _ in range(args.repeats):
         folder = fresh_cache()
         start, cpu = time.perf_counter(), time.process_time()
-        pooled.similarity(pairs, batch_size=args.batch_size)
+        pooled.similarity_pairs(pairs, batch_size=args.batch_size)
         pooled_times.append(time.perf_counter() - start)
         pooled_cpu.append(time.process_time() - cpu)
         shutil.rmtree(folder, ignore_errors=True)
 
         folder = fresh_cache()
         start, cpu = time.perf_counter(), time.process_time()
-        matching.similarity(pairs, batch_size=args.batch_size)
+        matching.similarity_pairs(pairs, batch_size=args.batch_size)
         matching_times.append(time.perf_counter() - start)
         matching_cpu.append(time.process_time() - cpu)
         start = time.perf_counter()
-        matching.similarity(pairs, batch_size=args.batch_size)  # token states now in memory
+        matching.similarity_pairs(pairs, batch_size=args.batch_size)  # token states now in memory
         scoring_times.append(time.perf_counter() - start)
         shutil.rmtree(folder, ignore_errors=True)
         print(f"repeat: pooled {pooled_times[-1]:.2f} s, matching {matching_times[-1]:.2f} s, matching from cache {scoring_times[-1]:.2f} s", flush=True)

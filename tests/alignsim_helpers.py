@@ -44,6 +44,6 @@ class JaccardPairwise:
     def __init__(self) -> None:
         self.calls: list[list[tuple[str, str]]] = []
 
-    def similarity(self, pairs, batch_size=32, show_progress_bar=None):
+    def similarity_pairs(self, pairs, batch_size=32, show_progress_bar=None):
         self.calls.append(list(pairs))
         return np.array([jaccard(a, b) for a, b in pairs], dtype=np.float32)

@@ -33,7 +33,7 @@ class FakeMethod:
         self.encode_calls.append(list(texts))
         return np.stack([self.vector(t) for t in texts]).astype(np.float32)
 
-    def similarity(self, pairs, batch_size=32, show_progress_bar=None):
+    def similarity_pairs(self, pairs, batch_size=32, show_progress_bar=None):
         self.similarity_calls += 1
         scores = []
         for a, b in pairs:

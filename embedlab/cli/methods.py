@@ -39,7 +39,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     step = max(1, len(rows) // args.pairs)  # evenly spread; every pair when more are asked for than exist
     chosen = [rows[index] for index in range(0, len(rows), step)][: args.pairs]
     method = embedlab.load(args.spec)
-    scores = method.similarity([(a, b) for _, a, b in chosen])
+    scores = method.similarity_pairs([(a, b) for _, a, b in chosen])
     print(f"method: {method.spec}  (STS-B test, {len(chosen)} pairs: human score 0-5 vs similarity)")
     for (gold, a, b), score in sorted(zip(chosen, scores), key=lambda item: item[0][0]):
         print(f"  {gold:4.2f}  {score:+.3f}  {a[:48]!r} ~ {b[:48]!r}")

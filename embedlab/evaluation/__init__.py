@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from embedlab.evaluation.alignsim.task import AlignSimTask
-from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task
+from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task, as_method
 from embedlab.evaluation.classification import ClassificationTask
 from embedlab.evaluation.clustering import ClusteringTask
 from embedlab.evaluation.correlations import CorrelationsTask
@@ -113,13 +113,15 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
              intersections: bool = False, log: Callable[[str], None] | None = None) -> EvaluationRun:
     """Run every task on every method, storing each finished (method, task, dataset) in ``db`` at once.
 
+    A method is an embedlab method or any model with ``encode(texts)`` (e.g. a ``SentenceTransformer``).
+
     A (method, task, dataset) already in ``db`` with the same task settings is reused unless ``force``;
     one stored with other settings (another seed, other ALIGN-SIM sample sizes) is replaced. Tasks that
     need vectors are skipped, with the reason, for pairwise methods. ``intersections``: for triplet
     tasks, also the Eq. 3 intersection of each later method's broken triplets with the first method's.
     """
     say = log or (lambda message: print(message, file=sys.stderr))
-    methods, tasks = list(methods), list(tasks)
+    methods, tasks = [as_method(method) for method in methods], list(tasks)
     run = EvaluationRun()
     for method in methods:
         for task in tasks:

@@ -26,7 +26,8 @@ from embedlab.runtime import cache_key
 
 @runtime_checkable
 class Method(Protocol):
-    """What the harness needs from an embedding method (``embedlab.load(spec)`` returns one)."""
+    """What the harness needs from an embedding method (``embedlab.load(spec)`` returns one; any object
+    with ``encode(texts)`` becomes one through :func:`as_method`)."""
 
     spec: str
     fingerprint: str
@@ -35,8 +36,52 @@ class Method(Protocol):
     def encode(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None,
                normalize: bool = False) -> np.ndarray: ...
 
-    def similarity(self, pairs: list[tuple[str, str]], batch_size: int = 32,
+    def similarity_pairs(self, pairs: list[tuple[str, str]], batch_size: int = 32,
                    show_progress_bar: bool | None = None) -> np.ndarray: ...
+
+
+# Fixed texts whose encoding identifies a user's own model when it has no fingerprint of its own.
+_PROBE_TEXTS = ("A man is playing a guitar.", "The weather is lovely today.", "Stocks fell sharply on Monday.")
+
+
+class OwnModel:
+    """A user's own model (a ``SentenceTransformer``, any object with ``encode``) made a :class:`Method`.
+
+    ``encode(texts)`` is all it needs: the keywords its ``encode`` accepts (``batch_size``,
+    ``show_progress_bar``) are passed on, the others dropped. Its fingerprint is the model's own, or a
+    hash of its encoding of a few fixed texts; its spec is the model's own, or the class name plus that
+    hash, so two different models never share cached encodings or stored results."""
+
+    pairwise = False
+
+    def __init__(self, model: object) -> None:
+        self.model = model
+        self._accepted = set(inspect.signature(model.encode).parameters)
+        self._fingerprint: str | None = getattr(model, "fingerprint", None)
+        own_spec = getattr(model, "spec", None)
+        self.spec = own_spec if isinstance(own_spec, str) and own_spec else f"{type(model).__name__}@{self.fingerprint[:12]}"
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            probe = np.ascontiguousarray(self.encode(list(_PROBE_TEXTS), show_progress_bar=False), dtype=np.float32)
+            self._fingerprint = "probe-" + hashlib.sha256(probe.tobytes()).hexdigest()[:24]
+        return self._fingerprint
+
+    def encode(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
+        keywords = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
+        if "kwargs" not in self._accepted:
+            keywords = {name: value for name, value in keywords.items() if name in self._accepted}
+        return np.asarray(self.model.encode(texts, **keywords), dtype=np.float32)
+
+
+def as_method(model: object) -> Method:
+    """``model`` itself when it is an embedlab method (spec, fingerprint, pairwise), else :class:`OwnModel`."""
+    if all(hasattr(model, name) for name in ("spec", "fingerprint", "pairwise")):
+        return model
+    if not callable(getattr(model, "encode", None)):
+        raise TypeError(f"{type(model).__name__} has no encode(texts) method, so it cannot be evaluated")
+    return OwnModel(model)
 
 
 class NotApplicableError(ValueError):
@@ -78,7 +123,7 @@ class Task:
     options: ClassVar[tuple[str, ...]] = ()  # keyword options taken from parse_tasks(**options)
     user_files: ClassVar[bool] = False  # accepts ``family:@FILE``
     parsing_options: ClassVar[tuple[str, ...]] = ()  # the ``options`` that change how a user file is read
-    needs_vectors: ClassVar[bool] = True  # False: pairwise methods work through method.similarity(pairs)
+    needs_vectors: ClassVar[bool] = True  # False: pairwise methods work through method.similarity_pairs(pairs)
     headline: ClassVar[str] = ""
     metrics: ClassVar[dict[str, Metric]] = {}
 

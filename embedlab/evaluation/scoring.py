@@ -4,7 +4,7 @@ Some methods fit statistics on the texts of one ``encode()`` call (idf over the 
 target-fitted post-processing; paper 2 §2), so a task hands the scorer every text of its dataset (all
 splits, both sides of every pair, every perturbation) and the scorer calls ``encode`` ONCE on the
 distinct texts, in first-seen order, then gives each list its rows back. Pairwise methods
-(``method.pairwise``, e.g. token matching) have no vectors: they get one ``similarity()`` call on the
+(``method.pairwise``, e.g. token matching) have no vectors: they get one ``similarity_pairs()`` call on the
 distinct pairs, and their score stands in for the cosine.
 
 Encodings and pair scores are cached on disk through ``runtime.ArrayStore("eval")`` (checksummed,
@@ -61,15 +61,15 @@ def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32) 
 
 
 def _score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int) -> np.ndarray:
-    """``method.similarity(pairs)`` in ONE call (float32, one score per pair), cached on disk."""
+    """``method.similarity_pairs(pairs)`` in ONE call (float32, one score per pair), cached on disk."""
 
     def compute() -> np.ndarray:
-        scores = np.asarray(method.similarity(pairs, batch_size=batch_size, show_progress_bar=False), dtype=np.float32)
+        scores = np.asarray(method.similarity_pairs(pairs, batch_size=batch_size, show_progress_bar=False), dtype=np.float32)
         if scores.shape != (len(pairs),):
-            raise ValueError(f"{method.spec!r}.similarity returned shape {scores.shape} for {len(pairs)} pairs")
+            raise ValueError(f"{method.spec!r}.similarity_pairs returned shape {scores.shape} for {len(pairs)} pairs")
         if not np.all(np.isfinite(scores)):
             bad = int(np.flatnonzero(~np.isfinite(scores))[0])
-            raise ValueError(f"{method.spec!r}.similarity returned a non-finite score for pair {bad}")
+            raise ValueError(f"{method.spec!r}.similarity_pairs returned a non-finite score for pair {bad}")
         return scores
 
     return _STORE.get(_cache_key(method, "similarity", [text for pair in pairs for text in pair]), compute)
@@ -99,7 +99,7 @@ def embed(method: Method, *text_lists: Sequence[str]) -> list[np.ndarray]:
 
 class PairScorer:
     """The similarity (cosine, or a pairwise method's own score) of any pair among ``pair_lists``, from one
-    ``encode()`` of their distinct texts or one ``similarity()`` call on the distinct pairs.
+    ``encode()`` of their distinct texts or one ``similarity_pairs()`` call on the distinct pairs.
 
     Texts are encoded in the order: first texts of the first list, its second texts, then the next list."""
 

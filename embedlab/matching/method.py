@@ -10,7 +10,7 @@ WikiText-2 train sentences) or ``learned`` (SimCSE-trained, §3 "Token Weighting
 (greedy max matching, idf weights; the last row of Table 3).
 
 Matching is a *pairwise* method: it gives no vector per text, so ``encode`` raises a TypeError that
-says so; ``similarity(pairs)`` runs every unique text through one cached token-state pass.
+says so; ``similarity_pairs(pairs)`` runs every unique text through one cached token-state pass.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class MatchingMethod(EmbeddingMethod):
         return f"{base}+w{digest}"
 
     def encode(self, *args: object, **kwargs: object) -> np.ndarray:
-        raise TypeError(f"{self.spec} is a pairwise method (token-level matching): it scores text pairs and gives no vectors; use similarity(pairs)")
+        raise TypeError(f"{self.spec} is a pairwise method (token-level matching): it scores text pairs and gives no vectors; use similarity_pairs(pairs)")
 
     def vocabulary_weights(self) -> np.ndarray | None:
         """One weight per vocabulary id (None for weights=none); raises FileNotFoundError for missing learned weights."""
@@ -164,7 +164,7 @@ class MatchingMethod(EmbeddingMethod):
         flat, matrix = self.encoder.token_vectors(texts, batch_size, show_progress_bar)
         return text_sides(flat, matrix, self.include_special, self.normalise, self.vocabulary_weights())
 
-    def similarity(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
+    def similarity_pairs(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
         """Matching similarity of each pair (float32, shape (n,)); all unique texts go through one pass."""
         pairs = list(pairs)
         for position, pair in enumerate(pairs):

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from embedlab.data import unicode_problem
 from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, Option
@@ -48,7 +49,7 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 class EmbeddingMethod:
-    """What every method offers: its canonical spec, a fingerprint, and similarities of text pairs."""
+    """What every method offers: its canonical spec, a fingerprint, and scores of text pairs."""
 
     pairwise = False
 
@@ -63,36 +64,127 @@ class EmbeddingMethod:
     def fingerprint(self) -> str:
         raise NotImplementedError
 
-    def similarity(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
+    def similarity_pairs(
+        self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None
+    ) -> np.ndarray:
+        """One similarity per ``(text_a, text_b)`` pair (float32, shape ``(n,)``): what STS-style tasks score."""
         raise NotImplementedError
+
+    def similarity(self, emb_a: object, emb_b: object = None) -> torch.Tensor:
+        raise TypeError(
+            f"{self.spec} is a pairwise method: it has no embeddings to compare; score text pairs with similarity_pairs(pairs)"
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec!r})"
 
 
+# sentence-transformers ``encode`` keywords that cannot change the vectors here: the device is the model's
+# own (chosen at load time), and MTEB's task/prompt hints matter only to models that have prompts.
+_IGNORED_ENCODE_KEYWORDS = frozenset({"device", "task_name", "prompt_type", "pool", "chunk_size"})
+
+
+def _as_rows(embeddings: object, name: str) -> torch.Tensor:
+    """A 2-D float tensor from what sentence-transformers' ``similarity`` accepts (array, tensor, list of either)."""
+    if isinstance(embeddings, (list, tuple)):
+        if embeddings and isinstance(embeddings[0], (str, tuple, list)):
+            raise TypeError(f"{name} holds texts, not embeddings; score text pairs with similarity_pairs(pairs)")
+        embeddings = torch.stack([torch.as_tensor(row) for row in embeddings]) if embeddings else torch.zeros(0, 0)
+    rows = torch.as_tensor(np.ascontiguousarray(embeddings) if isinstance(embeddings, np.ndarray) else embeddings)
+    if rows.ndim == 1:
+        rows = rows.unsqueeze(0)
+    if rows.ndim != 2:
+        raise ValueError(f"{name} must be one embedding or a matrix of embeddings, got shape {tuple(rows.shape)}")
+    return rows.to(torch.float32)
+
+
 class VectorMethod(EmbeddingMethod):
-    """A method that maps each text to one vector; similarity is the cosine of the two vectors."""
+    """A method that maps each text to one vector; similarity is the cosine of the two vectors.
+
+    ``encode`` and ``similarity`` follow sentence-transformers' contract, so code written for a
+    ``SentenceTransformer`` runs unchanged with an embedlab method in its place."""
 
     @property
     def dimension(self) -> int:
         raise NotImplementedError
 
     def encode(
-        self, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool | None = None, normalize: bool = False
-    ) -> np.ndarray:
-        texts = check_texts(texts)
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = np.asarray(self._encode(texts, batch_size, show_progress_bar), dtype=np.float32)
-        return unit_rows(vectors) if normalize else vectors
+        self,
+        sentences: str | Sequence[str],
+        *,
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        normalize_embeddings: bool = False,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        prompt: str | None = None,
+        prompt_name: str | None = None,
+        precision: str = "float32",
+        output_value: str | None = "sentence_embedding",
+        truncate_dim: int | None = None,
+        normalize: bool = False,
+        **kwargs: object,
+    ) -> np.ndarray | torch.Tensor | list[torch.Tensor]:
+        """Embeddings of ``sentences`` as sentence-transformers returns them.
+
+        A list gives a float32 array ``(n, d)`` (a tensor with ``convert_to_tensor``, a list of 1-D tensors
+        with ``convert_to_numpy=False``); a single string gives one 1-D vector. ``normalize`` is the older
+        name of ``normalize_embeddings``. Keywords that would change the result and that embedlab does not
+        implement (prompts, quantised precisions, token embeddings, truncation) are refused rather than
+        silently ignored."""
+        unsupported = sorted(set(kwargs) - _IGNORED_ENCODE_KEYWORDS)
+        if unsupported:
+            raise TypeError(f"{self.spec}: encode() got unsupported keyword(s) {', '.join(unsupported)}")
+        if prompt or prompt_name:
+            raise ValueError(f"{self.spec}: prompts are not supported (they would change the embeddings); pass the texts as they are")
+        if precision != "float32":
+            raise ValueError(f"{self.spec}: precision={precision!r} is not supported; only 'float32'")
+        if output_value != "sentence_embedding":
+            raise ValueError(f"{self.spec}: output_value={output_value!r} is not supported; only 'sentence_embedding'")
+        if truncate_dim is not None:
+            raise ValueError(f"{self.spec}: truncate_dim is not supported (the dimension is {self.dimension})")
+        single = isinstance(sentences, str)
+        texts = check_texts([sentences] if single else sentences)
+        if texts:
+            vectors = np.asarray(self._encode(texts, batch_size, show_progress_bar), dtype=np.float32)
+        else:
+            vectors = np.zeros((0, self.dimension), dtype=np.float32)
+        if normalize_embeddings or normalize:
+            vectors = unit_rows(vectors)
+        vectors = np.ascontiguousarray(vectors[0] if single else vectors)
+        if convert_to_tensor:
+            return torch.from_numpy(vectors)
+        if not convert_to_numpy:
+            return torch.from_numpy(vectors) if single else list(torch.from_numpy(vectors))
+        return vectors
 
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         raise NotImplementedError
 
-    def similarity(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
+    def similarity(self, emb_a: object, emb_b: object = None) -> torch.Tensor:
+        """Cosine matrix ``(len(emb_a), len(emb_b))`` of two sets of embeddings, as sentence-transformers'
+        ``model.similarity`` (a float32 tensor; a zero vector has cosine 0 with everything)."""
+        if emb_b is None:
+            raise TypeError("similarity(emb_a, emb_b) compares two sets of embeddings; score text pairs with similarity_pairs(pairs)")
+        left = torch.nn.functional.normalize(_as_rows(emb_a, "emb_a"), p=2, dim=1)
+        right = torch.nn.functional.normalize(_as_rows(emb_b, "emb_b"), p=2, dim=1)
+        return left @ right.T
+
+    def similarity_pairwise(self, emb_a: object, emb_b: object) -> torch.Tensor:
+        """Cosine of each row of ``emb_a`` with the same row of ``emb_b`` (sentence-transformers'
+        ``model.similarity_pairwise``): the diagonal of :meth:`similarity`, without the full matrix."""
+        left = torch.nn.functional.normalize(_as_rows(emb_a, "emb_a"), p=2, dim=1)
+        right = torch.nn.functional.normalize(_as_rows(emb_b, "emb_b"), p=2, dim=1)
+        if left.shape != right.shape:
+            raise ValueError(f"similarity_pairwise needs row-aligned embeddings, got {tuple(left.shape)} and {tuple(right.shape)}")
+        return (left * right).sum(dim=1)
+
+    def similarity_pairs(
+        self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None
+    ) -> np.ndarray:
         """Cosine of each pair; all unique texts are encoded in one call (target-fitted statistics see them all)."""
         unique = list(dict.fromkeys(text for pair in pairs for text in pair))
-        vectors = self.encode(unique, batch_size=batch_size, show_progress_bar=show_progress_bar, normalize=True)
+        vectors = self.encode(unique, batch_size=batch_size, show_progress_bar=show_progress_bar, normalize_embeddings=True)
         index = {text: row for row, text in enumerate(unique)}
         left = vectors[[index[a] for a, _ in pairs]]
         right = vectors[[index[b] for _, b in pairs]]

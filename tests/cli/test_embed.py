@@ -45,7 +45,7 @@ def test_bad_input_names_file_and_line(tmp_path, capsys):
 def test_similarity_prints_the_cosine(capsys):
     assert main(["similarity", "minilm", "A man plays a guitar.", "A man plays guitar."]) == 0
     printed = float(capsys.readouterr().out)
-    expected = embedlab.load("minilm").similarity([("A man plays a guitar.", "A man plays guitar.")])[0]
+    expected = embedlab.load("minilm").similarity_pairs([("A man plays a guitar.", "A man plays guitar.")])[0]
     assert abs(printed - expected) < 1e-6 and printed > 0.9
 
 
@@ -55,3 +55,73 @@ def test_a_pairwise_method_has_no_vectors_to_embed(tmp_path, capsys):
     output = tmp_path / "out.npy"
     assert main(["embed", "match:minilm", "--input", str(source), "--output", str(output), "--no-progress"]) == 2
     assert "pairwise" in capsys.readouterr().err and not output.exists()
+
+
+def test_embed_writes_exactly_the_parquet_path_asked(tmp_path):
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "texts.jsonl"
+    source.write_text('{"text": "A man plays a guitar.", "id": "a"}\n{"text": "A woman reads.", "id": "b"}\n', encoding="utf-8")
+    output = tmp_path / "deeper" / "vectors.parquet"
+    assert main(["embed", "minilm", "--input", str(source), "--output", str(output), "--include-text", "--no-progress"]) == 0
+    assert sorted(path.name for path in output.parent.iterdir()) == ["vectors.parquet"]  # no temporary file left
+    table = pq.read_table(output).to_pydict()
+    assert table["id"] == ["a", "b"] and table["text"] == ["A man plays a guitar.", "A woman reads."]
+    vectors = np.array(table["vector"], dtype=np.float32)
+    np.testing.assert_allclose(vectors, embedlab.load("minilm").encode(table["text"]), atol=1e-6)
+
+
+def test_embed_npy_keeps_the_name_and_parquet_ids_default_to_line_numbers(tmp_path):
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "texts.txt"
+    source.write_text("first\nsecond\nthird\n", encoding="utf-8")
+    npy = tmp_path / "vectors.npy"
+    assert main(["embed", "random:minilm", "--input", str(source), "--output", str(npy), "--no-progress"]) == 0
+    vectors = np.load(npy, allow_pickle=False)
+    assert vectors.dtype == np.float32 and vectors.flags.c_contiguous and vectors.shape == (3, 384)
+    parquet = tmp_path / "vectors.parquet"
+    assert main(["embed", "random:minilm", "--input", str(source), "--output", str(parquet), "--no-progress"]) == 0
+    table = pq.read_table(parquet)
+    assert table.column_names == ["id", "vector"] and table["id"].to_pylist() == [1, 2, 3]
+    np.testing.assert_array_equal(np.array(table["vector"].to_pylist(), dtype=np.float32), vectors)
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ("/dev/full", "exists and is not a regular file"),
+        ("{tmp}/vectors.txt", "must end in .npy"),
+        ("{tmp}/a-file/vectors.npy", "a-file is a file, not a folder"),
+    ],
+)
+def test_an_unwritable_output_fails_before_encoding(tmp_path, capsys, monkeypatch, output, message):
+    source = tmp_path / "texts.txt"
+    source.write_text("A text.\n", encoding="utf-8")
+    (tmp_path / "a-file").write_text("not a folder", encoding="utf-8")
+    monkeypatch.setattr(embedlab, "load", lambda spec: pytest.fail("encoded before checking the output"))
+    assert main(["embed", "minilm", "--input", str(source), "--output", output.format(tmp=tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a-file", "texts.txt"]
+
+
+def test_a_full_disk_leaves_no_file(tmp_path, capsys, monkeypatch):
+    import errno
+    import os
+
+    source = tmp_path / "texts.txt"
+    source.write_text("A text.\n", encoding="utf-8")
+    output = tmp_path / "out" / "vectors.npy"
+    real_writev = os.writev
+
+    def full_disk(descriptor, buffers):  # like /dev/full, but only for the output's temporary file
+        if "vectors.npy" in os.readlink(f"/proc/self/fd/{descriptor}"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_writev(descriptor, buffers)
+
+    monkeypatch.setattr(os, "writev", full_disk)
+    assert main(["embed", "random:minilm", "--input", str(source), "--output", str(output), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "nothing was written" in err and str(output) in err
+    assert list(output.parent.iterdir()) == []

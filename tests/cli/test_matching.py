@@ -18,7 +18,7 @@ def test_explain_cli(tmp_path, capsys):
     args = parser.parse_args(["explain", "match:minilm,weights=none", "A cat sits.", "A dog sits.", "--out", str(out)])
     assert args.handler(args) == 0
     printed = capsys.readouterr().out
-    expected = embedlab.load("match:minilm,weights=none").similarity([("A cat sits.", "A dog sits.")])[0]
+    expected = embedlab.load("match:minilm,weights=none").similarity_pairs([("A cat sits.", "A dog sits.")])[0]
     assert f"similarity {expected:.4f}" in printed and "cat" in printed
     assert out.exists()
 

@@ -19,7 +19,7 @@ def test_demo_prints_similarity_beside_the_human_score(capsys, sts_test_rows):
     out = capsys.readouterr().out
     # every len/4-th STS-B test pair, sorted by human score: "gold  score  'a' ~ 'b'"
     chosen = [sts_test_rows[index] for index in (0, 344, 688, 1032)]
-    scores = embedlab.load("minilm").similarity([(a, b) for _, a, b in chosen])
+    scores = embedlab.load("minilm").similarity_pairs([(a, b) for _, a, b in chosen])
     printed = re.findall(r"^  (\d\.\d\d)  ([+-]\d\.\d{3})  ", out, flags=re.MULTILINE)
     expected = sorted((f"{gold:4.2f}", f"{score:+.3f}") for (gold, _, _), score in zip(chosen, scores))
     assert sorted(printed) == expected

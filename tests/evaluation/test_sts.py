@@ -57,7 +57,7 @@ def test_all_concatenates_and_mean_averages(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(method.encode_calls) == 1 and sorted(method.encode_calls[0]) == sorted(set(angle))
 
 
-def test_pairwise_method_uses_similarity(tmp_path: Path) -> None:
+def test_pairwise_method_uses_similarity_pairs(tmp_path: Path) -> None:
     file = tmp_path / "pairs.tsv"
     file.write_text("text1\ttext2\tscore\na\tb\t1\nc\td\t2\ne\tf\t3\n")
     method = FakeMethod(pairwise=True, spec="pairwise-fake")

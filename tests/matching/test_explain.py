@@ -39,7 +39,7 @@ def test_explain_numbers_and_heatmap(tmp_path):
     text_a, text_b = "a man is performing a card trick", "a man is doing trick with play cards"
     explanation = method.explain(text_a, text_b)
     assert explanation.tokens_a == ["a", "man", "is", "performing", "a", "card", "trick"]
-    assert explanation.similarity == pytest.approx(float(method.similarity([(text_a, text_b)])[0]), abs=1e-5)
+    assert explanation.similarity == pytest.approx(float(method.similarity_pairs([(text_a, text_b)])[0]), abs=1e-5)
     rows, columns = token_scores(explanation.matrix, "2max-2nd")
     np.testing.assert_allclose(explanation.scores_a, rows, atol=1e-6)
     np.testing.assert_allclose(explanation.scores_b, columns, atol=1e-6)

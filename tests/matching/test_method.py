@@ -26,17 +26,17 @@ def test_spec_and_pairwise_contract():
     with pytest.raises(SpecError, match="score"):
         embedlab.load("match:minilm,score=3max")
     with pytest.raises(TypeError, match="index 1"):
-        method.similarity([("a", "b"), ("only one",)])
+        method.similarity_pairs([("a", "b"), ("only one",)])
 
 
 def test_batching_equals_one_pair_at_a_time(sts_test_rows):
     pairs = [(a, b) for _, a, b in sts_test_rows[:6]] + [("Stop.", sts_test_rows[0][1])]
     method = embedlab.load("match:minilm,weights=idf")
-    together = method.similarity(pairs, batch_size=4)
+    together = method.similarity_pairs(pairs, batch_size=4)
     assert together.dtype == np.float32 and together.shape == (len(pairs),)
-    alone = np.concatenate([method.similarity([pair]) for pair in pairs])
+    alone = np.concatenate([method.similarity_pairs([pair]) for pair in pairs])
     np.testing.assert_allclose(together, alone, atol=1e-5)
-    assert method.similarity([]).shape == (0,)
+    assert method.similarity_pairs([]).shape == (0,)
 
 
 def _direct_token_vectors(minilm, text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -62,10 +62,10 @@ def test_bertscore_mode_matches_direct_computation(minilm):
     recall = np.sum(similarity.max(axis=1) * idf[ref_ids]) / np.sum(idf[ref_ids])
     precision = np.sum(similarity.max(axis=0) * idf[cand_ids]) / np.sum(idf[cand_ids])
     expected = 2 * precision * recall / (precision + recall)
-    got = embedlab.load("match:minilm,mode=bertscore").similarity([(reference, candidate)])[0]
+    got = embedlab.load("match:minilm,mode=bertscore").similarity_pairs([(reference, candidate)])[0]
     assert got == pytest.approx(expected, abs=1e-4)
     # raw dot products: the same matrix without normalising the token vectors
-    raw = embedlab.load("match:minilm,mode=bertscore,normalise-tokens=no").similarity([(reference, candidate)])[0]
+    raw = embedlab.load("match:minilm,mode=bertscore,normalise-tokens=no").similarity_pairs([(reference, candidate)])[0]
     raw_matrix = _direct_token_vectors(minilm, reference)[0] @ _direct_token_vectors(minilm, candidate)[0].T
     raw_r = np.sum(raw_matrix.max(axis=1) * idf[ref_ids]) / np.sum(idf[ref_ids])
     raw_p = np.sum(raw_matrix.max(axis=0) * idf[cand_ids]) / np.sum(idf[cand_ids])

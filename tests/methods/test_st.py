@@ -11,3 +11,13 @@ def test_the_baseline_is_sentence_transformers_encode(sts_sentences):
     np.testing.assert_allclose(method.encode(sts_sentences[:20], batch_size=16), reference, atol=1e-6)
     assert method.dimension == 384
     assert method.sentence_transformer is embedlab.load("st:minilm").sentence_transformer  # loaded once per process
+
+
+def test_st_minilm_is_minilm_post_normalize(sts_sentences):
+    """all-MiniLM-L6-v2's sentence-transformers pipeline is mean pooling then Normalize, so the baseline
+    equals the pooled method with post=normalize element by element (not only in direction)."""
+    baseline = embedlab.load("st:minilm").encode(sts_sentences, batch_size=16)
+    pooled = embedlab.load("minilm:post=normalize").encode(sts_sentences, batch_size=16)
+    assert np.abs(baseline - pooled).max() <= 1e-6
+    raw = embedlab.load("minilm").encode(sts_sentences, batch_size=16)
+    assert np.abs(np.linalg.norm(raw, axis=1) - 1).max() > 0.1  # plain minilm is the raw, unnormalised mean

@@ -97,7 +97,7 @@ def test_pairwise_method_uses_its_own_similarity_and_skips_ned(sets, tmp_path, m
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
     method = JaccardPairwise()
     result = _run(method, AlignSimSetup(criteria=(1, 3), datasets=("qqp", "mrpc"), sampling=CONFIG))
-    assert len(method.calls) == 2  # one similarity() call per dataset
+    assert len(method.calls) == 2  # one similarity_pairs() call per dataset
     assert {r.dataset for r in result.records} == {"qqp", "mrpc"}  # no α without criteria 2 and 4
     assert not any(r.metric.startswith("ned") for r in result.records)
     assert any("NED is skipped" in note for note in result.notes)

@@ -1,0 +1,1 @@
+"""Adapters that run embedlab methods inside other tools' harnesses (MTEB)."""

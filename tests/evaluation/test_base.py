@@ -1,0 +1,51 @@
+"""A user's own model needs nothing beyond ``encode`` to be evaluated (embedlab.evaluation.base.as_method)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+import embedlab
+from embedlab.evaluation import evaluate
+from embedlab.evaluation.base import OwnModel, as_method
+from embedlab.evaluation.sts import STSTask
+from embedlab.models import resolve_model_path
+
+
+class TextsOnly:
+    """A model whose encode takes the texts and nothing else."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def encode(self, texts):
+        return np.array([[len(text) * self.scale, text.count(" ") + 1.0] for text in texts])
+
+
+def test_a_model_with_only_encode_gets_a_spec_and_fingerprint() -> None:
+    own = as_method(TextsOnly(1.0))
+    assert isinstance(own, OwnModel) and not own.pairwise
+    assert own.spec.startswith("TextsOnly@") and own.fingerprint == as_method(TextsOnly(1.0)).fingerprint
+    assert own.fingerprint != as_method(TextsOnly(2.0)).fingerprint  # another model: other cache keys, other results
+    assert own.encode(["a b", "c"], batch_size=8, show_progress_bar=False).dtype == np.float32
+    method = embedlab.load("random:minilm")
+    assert as_method(method) is method
+    with pytest.raises(TypeError, match="no encode"):
+        as_method(object())
+
+
+def test_a_sentence_transformer_evaluates_like_st_minilm(tmp_path: Path) -> None:
+    from embedlab.data.datasets import stsb
+
+    data = stsb("test")
+    rows = "\n".join(f"{a}\t{b}\t{s}" for a, b, s in list(zip(data.first, data.second, data.scores))[:60])
+    (tmp_path / "pairs.tsv").write_text(f"text1\ttext2\tscore\n{rows}\n", encoding="utf-8")
+    task = STSTask("pairs", path=str(tmp_path / "pairs.tsv"))
+    model = SentenceTransformer(str(resolve_model_path("minilm")))
+    theirs = {r.metric: r for r in evaluate([model], [task], log=lambda message: None).records}
+    ours = {r.metric: r for r in evaluate([embedlab.load("st:minilm")], [task], log=lambda message: None).records}
+    assert theirs["spearman"].method.startswith("SentenceTransformer@")
+    assert theirs["spearman"].value == pytest.approx(ours["spearman"].value, abs=1e-6)
