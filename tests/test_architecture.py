@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("methods",),
     ("neural", "matching"),
     ("methods.registry",),
-    ("training",),
+    ("training", "interop"),
     ("evaluation",),
     ("results",),
     ("cli", "__init__"),

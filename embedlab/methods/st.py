@@ -29,7 +29,10 @@ class SentenceTransformerMethod(VectorMethod):
 
     @property
     def dimension(self) -> int:
-        return int(self.sentence_transformer.get_sentence_embedding_dimension())
+        model = self.sentence_transformer
+        # sentence-transformers 5.x renamed the method; older releases only have the long name
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(dimension())
 
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         return self.sentence_transformer.encode(texts, batch_size=batch_size, show_progress_bar=bool(show_progress_bar), convert_to_numpy=True)
