@@ -337,7 +337,10 @@ class PackStore:
         """Rename a damaged index (and its journal) to ``index.sqlite.damaged-<time>``, so that the next
         connection starts a new one, and say so: the entries it indexed are recomputed as they are asked for."""
         aside = self.index_path.with_name(f"{self.index_path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
-        os.replace(self.index_path, aside)
+        try:
+            os.replace(self.index_path, aside)
+        except FileNotFoundError:
+            return  # another process moved it aside first
         for suffix in ("-journal", "-wal", "-shm"):
             sidecar = self.index_path.with_name(self.index_path.name + suffix)
             if sidecar.exists():

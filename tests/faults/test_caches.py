@@ -127,8 +127,8 @@ def test_a_damaged_neural_slice_is_recomputed(fault, isolated_cache) -> None:
 def test_every_other_array_store_verifies_on_read(kind, fault, minilm, sts_pairs, isolated_cache) -> None:
     """The stores whose producers need minutes and hundreds of MB (Avg static tables run the model over the
     whole vocabulary, idf^W and token counts tokenise all of WikiText-2 train, reference vectors pool 10,000
-    sentences; margins, MLM-head features) share
-    ArrayStore: here with real token states of the real model, damaged on disk."""
+    sentences; margins, MLM-head features) share ArrayStore: here with real token states of the real model,
+    damaged on disk."""
     [states] = TokenStateStore(minilm, use_disk_cache=False).compute(sts_pairs[:1])
     clean = states.layer(minilm.num_layers).copy()
     store = ArrayStore(kind)
