@@ -18,6 +18,7 @@ import itertools
 import json
 import os
 import threading
+import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -134,11 +135,13 @@ def data_path(*parts: str) -> Path:
     return path
 
 
-def cache_root() -> Path:
-    """The folder for every cache embedlab writes (token states, static tables, unpacked models)."""
+def cache_root(create: bool = True) -> Path:
+    """The folder for every cache embedlab writes (token states, static tables, unpacked models);
+    ``create=False`` names it without making it (for a cache that may be read-only)."""
     configured = _SETTINGS.cache_root or os.environ.get("EMBEDLAB_CACHE")
     root = Path(configured).expanduser() if configured else Path.home() / ".cache" / "embedlab"
-    root.mkdir(parents=True, exist_ok=True)
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
     return root
 
 
@@ -149,6 +152,59 @@ def cache_dir(*parts: str) -> Path:
 
 
 _TEMPORARY_NAMES = itertools.count()
+_ORPHAN_AGE_SECONDS = 3600  # a temporary file this old is abandoned even if its pid was reused
+_SWEPT_FOLDERS = memo("runtime.swept cache folders")
+_UNWRITABLE_WARNED = memo("runtime.unwritable cache folders")
+
+
+def _writer_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists but belongs to someone else
+        return True
+    return True
+
+
+def remove_orphan_temporaries(folder: Path) -> list[Path]:
+    """Delete the temporary files a killed writer left in ``folder`` (once per folder and process).
+
+    :func:`atomic_write_bytes` names them ``.<name>.<pid>.<thread>.<n>.tmp``; one whose pid is no longer
+    running, or that is over an hour old, can never be renamed into place. Returns what was removed.
+    """
+    removed: list[Path] = []
+
+    def sweep() -> bool:
+        for candidate in folder.glob(".*.tmp"):
+            parts = candidate.name.rsplit(".", 5)
+            try:
+                pid = int(parts[-4])
+                old = time.time() - candidate.stat().st_mtime > _ORPHAN_AGE_SECONDS
+            except (IndexError, ValueError, OSError):
+                continue
+            if old or not _writer_alive(pid):
+                try:
+                    candidate.unlink()
+                    removed.append(candidate)
+                except OSError:
+                    pass  # a read-only folder: nothing to clean, nothing to break
+        return True
+
+    _SWEPT_FOLDERS.get(str(folder), sweep)
+    return removed
+
+
+def warn_unwritable(folder: Path, error: OSError) -> None:
+    """Warn, once per folder and process, that a cache folder cannot be written (read-only, full disk):
+    the caller goes on computing without caching."""
+
+    def warn() -> bool:
+        warnings.warn(f"embedlab cache {folder} is not writable ({error.strerror or error}); "
+                      "continuing without caching", RuntimeWarning, stacklevel=4)
+        return True
+
+    _UNWRITABLE_WARNED.get(str(folder), warn)
 
 
 def atomic_write_bytes(path: Path, payload: bytes | Sequence[bytes | memoryview]) -> None:
@@ -198,8 +254,18 @@ class ArrayStore:
     def __init__(self, kind: str) -> None:
         self.kind = kind
 
+    def folder(self) -> Path:
+        """``cache_dir(kind)``, with any temporary files of killed writers removed on first use; when the
+        folder cannot be made (read-only cache) it is only named, and writes into it warn once."""
+        try:
+            folder = cache_dir(self.kind)
+        except OSError:
+            return cache_root(create=False) / self.kind
+        remove_orphan_temporaries(folder)
+        return folder
+
     def path(self, key: str) -> Path:
-        return cache_dir(self.kind) / f"{key}.safetensors"
+        return self.folder() / f"{key}.safetensors"
 
     def load(self, key: str) -> np.ndarray | None:
         from safetensors.numpy import load as safetensors_load
@@ -227,8 +293,7 @@ class ArrayStore:
         try:
             atomic_write_bytes(self.path(key), safetensors_save({"array": array}, metadata=metadata))
         except OSError as error:
-            warnings.warn(f"embedlab cache {cache_dir(self.kind)} is not writable ({error}); continuing without caching",
-                          RuntimeWarning, stacklevel=2)
+            warn_unwritable(cache_root(create=False) / self.kind, error)
 
     def get(self, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
         """The stored array, or ``compute()`` stored under ``key``."""

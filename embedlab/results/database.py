@@ -15,7 +15,8 @@ import os
 import sqlite3
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import embedlab
@@ -83,10 +84,20 @@ class ResultsDB:
         with self._connect() as connection:
             connection.executescript(_SCHEMA)
 
-    def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=60)
-        connection.execute("PRAGMA busy_timeout = 60000")
-        return connection
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """One transaction on a fresh connection, closed afterwards; a SQLite error says which file it
+        came from (a damaged or foreign file is then named in the CLI's one-line error)."""
+        try:
+            connection = sqlite3.connect(self.path, timeout=60)
+            try:
+                connection.execute("PRAGMA busy_timeout = 60000")
+                with connection:
+                    yield connection
+            finally:
+                connection.close()
+        except sqlite3.DatabaseError as error:
+            raise type(error)(f"{self.path}: {error}") from error
 
     def add(self, records: Iterable[Record], *, fingerprint: str, seed: int = 0, extra: dict | None = None) -> None:
         """Store ``records`` (all at once, in one transaction) with their provenance."""

@@ -7,7 +7,9 @@ special tokens and the chunks' token states are concatenated, so nothing is trun
 
 The disk cache is keyed by content: model fingerprint, template and text. Entries are appended to
 pack files written atomically and found through a SQLite index (``PackStore``); each carries a
-checksum, and an entry that fails to load or verify is recomputed.
+checksum and its own key, so an entry that fails to load or verify, or an index row that points at
+another entry, is recomputed. A damaged index is moved aside and a new one built; a cache folder that
+cannot be written (read-only, full) is warned about once and the states are computed without caching.
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import sqlite3
+import time
+import warnings
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,13 +34,13 @@ from safetensors.numpy import load as safetensors_load
 from tqdm.auto import tqdm
 
 from embedlab.models import LoadedModel
-from embedlab.runtime import atomic_write_bytes, cache_dir, memo
+from embedlab.runtime import atomic_write_bytes, cache_dir, cache_root, memo, remove_orphan_temporaries, warn_unwritable
 from embedlab.data.sentences import chunk_token_ids
 from embedlab.tokens.templates import Template
 
 logger = logging.getLogger(__name__)
 
-CACHE_FORMAT = "3"
+CACHE_FORMAT = "4"  # 4: every entry records its key
 PACK_BYTES = 256 << 20  # new entries are written in packs of about this size
 _SAFETENSORS_DTYPES = {"<f4": "F32", "<i8": "I64", "<i4": "I32", "|u1": "U8"}
 
@@ -62,11 +68,12 @@ class TokenStates:
             value = zlib.crc32(np.ascontiguousarray(array), value)
         return f"{value:08x}"
 
-    def to_buffers(self) -> list[bytes | memoryview]:
+    def to_buffers(self, key: str) -> list[bytes | memoryview]:
         """The entry in the safetensors format as a header plus the arrays' own memory (no copy).
 
         The layers of a few thousand texts are hundreds of MB; serialising them into one bytes object
-        first would copy all of it once more on the way to the disk.
+        first would copy all of it once more on the way to the disk. ``key`` is recorded so that an
+        index row pointing at another (intact) entry is caught when read.
         """
         arrays = {
             "states": np.ascontiguousarray(self.states, dtype=np.float32),
@@ -74,7 +81,7 @@ class TokenStates:
             "chunk_ids": np.ascontiguousarray(self.chunk_ids, dtype=np.int32),
             "template_mask": self.template_mask.astype(np.uint8),
         }
-        header: dict[str, object] = {"__metadata__": {"format": CACHE_FORMAT, "checksum": self.checksum()}}
+        header: dict[str, object] = {"__metadata__": {"format": CACHE_FORMAT, "key": key, "checksum": self.checksum()}}
         offset = 0
         for name, array in arrays.items():
             header[name] = {"dtype": _SAFETENSORS_DTYPES[array.dtype.str], "shape": list(array.shape),
@@ -85,8 +92,9 @@ class TokenStates:
         return [len(encoded).to_bytes(8, "little"), encoded, *(memoryview(array).cast("B") for array in arrays.values())]
 
     @classmethod
-    def from_bytes(cls, payload: bytes) -> TokenStates:
-        """Decode a cache entry; raises ValueError when it is damaged in any way."""
+    def from_bytes(cls, payload: bytes, key: str | None = None) -> TokenStates:
+        """Decode a cache entry; raises ValueError when it is damaged in any way or, given ``key``, when
+        it was stored under another key."""
         try:
             tensors = safetensors_load(payload)
             header_length = int.from_bytes(payload[:8], "little")
@@ -95,6 +103,8 @@ class TokenStates:
             raise ValueError(f"unreadable token-state entry: {error}") from error
         if metadata.get("format") != CACHE_FORMAT:
             raise ValueError("token-state entry has an unknown format")
+        if key is not None and metadata.get("key") != key:
+            raise ValueError(f"index row points at the entry of another key ({str(metadata.get('key'))[:16]})")
         states = cls(
             token_ids=tensors["token_ids"],
             states=tensors["states"],
@@ -149,7 +159,11 @@ class TokenStateStore:
             self._memory_bytes -= dropped.states.nbytes
 
     def _packs(self) -> PackStore:
-        return PackStore(cache_dir("token_states", self.model.fingerprint))
+        try:
+            folder = cache_dir("token_states", self.model.fingerprint)
+        except OSError:  # a read-only cache root: nothing stored yet, and writes will warn once
+            folder = cache_root(create=False) / "token_states" / self.model.fingerprint
+        return PackStore(folder)
 
     def _load_cached(self, keys: Sequence[str]) -> list[TokenStates | None]:
         """Entries from memory, else from the disk cache; None where absent or damaged (to recompute)."""
@@ -297,31 +311,62 @@ class PackStore:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.index_path = folder / "index.sqlite"
+        if folder.is_dir():
+            remove_orphan_temporaries(folder)
 
-    def _connect(self) -> sqlite3.Connection:
+    @contextmanager
+    def _index(self) -> Iterator[sqlite3.Connection]:
+        """A connection to the index; a damaged index (not SQLite, malformed) is moved aside first."""
         connection = sqlite3.connect(self.index_path, timeout=120)
-        connection.execute(
-            "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, pack TEXT NOT NULL, "
-            "offset INTEGER NOT NULL, length INTEGER NOT NULL)"
-        )
-        return connection
+        try:
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, pack TEXT NOT NULL, "
+                "offset INTEGER NOT NULL, length INTEGER NOT NULL)"
+            )
+            yield connection
+        except sqlite3.OperationalError:
+            raise  # locked, unreadable folder …: not damage, the callers decide
+        except sqlite3.DatabaseError as error:
+            connection.close()
+            self._move_index_aside(error)
+            raise _IndexMovedAside from error
+        finally:
+            connection.close()
+
+    def _move_index_aside(self, error: sqlite3.DatabaseError) -> None:
+        """Rename a damaged index (and its journal) to ``index.sqlite.damaged-<time>``, so that the next
+        connection starts a new one, and say so: the entries it indexed are recomputed as they are asked for."""
+        aside = self.index_path.with_name(f"{self.index_path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+        try:
+            os.replace(self.index_path, aside)
+        except FileNotFoundError:
+            return  # another process moved it aside first
+        for suffix in ("-journal", "-wal", "-shm"):
+            sidecar = self.index_path.with_name(self.index_path.name + suffix)
+            if sidecar.exists():
+                os.replace(sidecar, aside.with_name(aside.name + suffix))
+        warnings.warn(f"damaged token-state index {self.index_path} ({error}) moved aside to {aside}; "
+                      "a new index is built and its entries are recomputed", RuntimeWarning, stacklevel=5)
 
     def locations(self, keys: Sequence[str]) -> dict[str, tuple[str, int, int]]:
         """key -> (pack file name, byte offset, byte length) for the keys the index holds."""
         if not self.index_path.exists():
             return {}
         found: dict[str, tuple[str, int, int]] = {}
-        connection = self._connect()
         try:
-            for start in range(0, len(keys), 500):  # stay below SQLite's limit on bound parameters
-                chunk = list(keys[start : start + 500])
-                marks = ",".join("?" * len(chunk))
-                for key, pack, offset, length in connection.execute(
-                    f"SELECT key, pack, offset, length FROM entries WHERE key IN ({marks})", chunk
-                ):
-                    found[key] = (pack, offset, length)
-        finally:
-            connection.close()
+            with self._index() as connection:
+                for start in range(0, len(keys), 500):  # stay below SQLite's limit on bound parameters
+                    chunk = list(keys[start : start + 500])
+                    marks = ",".join("?" * len(chunk))
+                    for key, pack, offset, length in connection.execute(
+                        f"SELECT key, pack, offset, length FROM entries WHERE key IN ({marks})", chunk
+                    ):
+                        found[key] = (pack, offset, length)
+        except _IndexMovedAside:
+            return {}
+        except sqlite3.OperationalError as error:
+            logger.warning("recomputing token states: index %s is unreadable (%s)", self.index_path, error)
+            return {}
         return found
 
     def read(self, keys: Sequence[str]) -> dict[str, TokenStates]:
@@ -345,35 +390,43 @@ class PackStore:
                         payload = stream.read(length)
                         if len(payload) != length:
                             raise ValueError(f"entry truncated ({len(payload)} of {length} bytes)")
-                        entries[key] = TokenStates.from_bytes(payload)
+                        entries[key] = TokenStates.from_bytes(payload, key)
                     except (ValueError, OSError) as error:
                         logger.warning("recomputing damaged token-state cache entry %s in %s (%s)", key[:16], path, error)
         return entries
 
     def write(self, items: Sequence[tuple[str, TokenStates]]) -> None:
-        """Append ``items`` as one new pack and point the index at it."""
+        """Append ``items`` as one new pack and point the index at it; a folder that cannot be written
+        warns once and the entries stay uncached."""
         buffers: list[bytes | memoryview] = []
         rows = []
         offset = 0
         digest = hashlib.sha256()
         for key, states in items:
-            pieces = states.to_buffers()
+            pieces = states.to_buffers(key)
             length = sum(memoryview(piece).nbytes for piece in pieces)
             buffers.extend(pieces)
             rows.append((key, offset, length))
             offset += length
             digest.update(key.encode("ascii"))
         pack = f"{digest.hexdigest()[:32]}.pack"
-        atomic_write_bytes(self.folder / pack, buffers)
-        connection = self._connect()
+        rows = [(key, pack, start, length) for key, start, length in rows]
         try:
-            with connection:
-                connection.executemany(
-                    "INSERT OR REPLACE INTO entries (key, pack, offset, length) VALUES (?, ?, ?, ?)",
-                    [(key, pack, start, length) for key, start, length in rows],
-                )
-        finally:
-            connection.close()
+            atomic_write_bytes(self.folder / pack, buffers)
+            try:
+                self._insert(rows)
+            except _IndexMovedAside:
+                self._insert(rows)  # into the new index
+        except (OSError, sqlite3.OperationalError) as error:
+            warn_unwritable(self.folder, error if isinstance(error, OSError) else OSError(str(error)))
+
+    def _insert(self, rows: list[tuple[str, str, int, int]]) -> None:
+        with self._index() as connection, connection:
+            connection.executemany("INSERT OR REPLACE INTO entries (key, pack, offset, length) VALUES (?, ?, ?, ?)", rows)
+
+
+class _IndexMovedAside(Exception):
+    """Raised inside :class:`PackStore` after a damaged index was moved aside (its rows are gone)."""
 
 
 def _assemble(parts: list[tuple[_Sequence, np.ndarray]]) -> TokenStates:
