@@ -260,9 +260,9 @@ def test_a_classification_file_too_small_for_its_folds_names_the_file(tmp_path) 
 # --- spec options are validated when the spec is read (item 6) ------------------------------------------
 
 @pytest.mark.parametrize("option, why", [
-    ("lr=nan", "must be a finite positive number"), ("lr=inf", "must be a finite positive number"),
-    ("lr=-0.1", "must be a finite positive number"), ("epochs=-1", "must be a non-negative integer"),
-    ("epochs=nan", "must be a whole number"), ("seed=-3", "must be a non-negative integer"), ("seed=1.5", "must be a whole number"),
+    ("lr=nan", "must be a finite number"), ("lr=inf", "must be a finite number"),
+    ("lr=-0.1", "must be positive"), ("epochs=-1", "must be at least 0"),
+    ("epochs=nan", "must be a whole number"), ("seed=-3", "must be at least 0"), ("seed=1.5", "must be a whole number"),
 ])
 def test_bad_neural_options_fail_when_the_spec_is_read(option, why) -> None:
     from embedlab.methods.registry import parse
