@@ -291,7 +291,7 @@ class CandidateChunk:
     Padding positions repeat the text's first position with weight 0; padding candidates have bias −inf.
     """
 
-    ids: torch.Tensor  # (T, C) candidate ids, padded with 0
+    weight: torch.Tensor  # (T, C, H) output embeddings of the candidates (gathered once, reused every epoch)
     bias: torch.Tensor  # (T, C) output bias at the candidates, −inf at padding
     positions: torch.Tensor  # (T, P) group positions, padded with the text's first position
     weights: torch.Tensor  # (T, P) each position's loss weight (1 / the text's masked positions; 0 at padding)
@@ -305,7 +305,7 @@ class GroupCandidates:
     """A group's candidate sets (each text its own) and residual terms, built from epoch 1.
 
     Texts are sorted by candidate count and cut into chunks of at most ``chunk_values`` gathered
-    output-embedding values, so padding to a chunk's largest set wastes little and memory stays bounded.
+    output-embedding values each, so padding to a chunk's largest set wastes little.
     """
 
     def __init__(
@@ -340,7 +340,7 @@ class GroupCandidates:
             first_logits = torch.baddbmm(bias.unsqueeze(1), first_z, weight.transpose(1, 2))
             residual, mean = residual_from_totals(normalisers[positions], means[positions], first_logits, weight)
         targets = torch.stack([label_index(sets[text], frozen.labels[row]) for text, row in zip(texts, positions)])
-        return CandidateChunk(ids, bias, positions, weights[positions] * real, targets, first_z, residual, mean)
+        return CandidateChunk(weight, bias, positions, weights[positions] * real, targets, first_z, residual, mean)
 
     def gradients(self, top: BatchedTop, dense_at, tuned: list[torch.Tensor]) -> list[torch.Tensor]:
         """One candidate epoch's gradients: logits over each text's own candidates plus the residual logit."""
@@ -348,7 +348,7 @@ class GroupCandidates:
         for chunk in self.chunks:
             flat = chunk.positions.reshape(-1)
             z = top.transformed(dense_at(flat), self.owner[flat]).view(*chunk.positions.shape, -1)
-            logits = torch.baddbmm(chunk.bias.unsqueeze(1), z, self.decoder_weight[chunk.ids].transpose(1, 2))
+            logits = torch.baddbmm(chunk.bias.unsqueeze(1), z, chunk.weight.transpose(1, 2))
             losses = candidate_cross_entropy(logits, residual_logit(z, chunk.z0, chunk.residual, chunk.mean), chunk.targets)
             chunk_grads = torch.autograd.grad((losses * chunk.weights).sum(), tuned)
             for accumulated, grad in zip(grads, chunk_grads):
