@@ -270,7 +270,7 @@ def _first_epoch_with_candidates(
         with torch.no_grad():
             logits = torch.nn.functional.linear(z, top.decoder_weight, top.output_bias)
             normaliser = torch.logsumexp(logits, dim=-1)
-            mean = torch.exp(logits - normaliser[:, None]) @ top.decoder_weight
+            mean = torch.softmax(logits, dim=-1) @ top.decoder_weight
             tops.append(top_ids(logits, count))
             del logits
             grad_z = (mean - top.decoder_weight[frozen.labels[piece]]) * weights[piece, None]

@@ -39,8 +39,8 @@ def candidate_ids(top_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def top_ids(logits: torch.Tensor, count: int) -> torch.Tensor:
-    """Each row's ``count`` highest-scoring ids (all of them when ``count`` ≥ the vocabulary)."""
-    return logits.topk(min(count, logits.shape[-1]), dim=-1).indices
+    """Each row's ``count`` highest-scoring ids, unordered (all of them when ``count`` ≥ the vocabulary)."""
+    return logits.topk(min(count, logits.shape[-1]), dim=-1, sorted=False).indices
 
 
 def label_index(candidates: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
