@@ -25,7 +25,7 @@ import torch
 from _common import sts_test_pairs
 
 from embedlab.neural.batched import BatchedTop, frozen_features
-from embedlab.neural.candidates import candidate_ids, top_ids
+from embedlab.neural.candidates import candidate_sets, top_ids
 from embedlab.neural.family import embed_texts
 from embedlab.neural.head import load_masked_lm
 from embedlab.neural.inputs import text_inputs
@@ -84,9 +84,8 @@ def candidate_work(masked_lm, texts: list[str], options: NeuralOptions, counts: 
         frozen = frozen_features(masked_lm, [inputs], top.block_mode, need_plain=False)
         with torch.no_grad():
             logits = top.logits(top.head_input(frozen.features, frozen.owner), frozen.owner)
-        best = top_ids(logits, max(counts))
         for count in counts:
-            size = len(candidate_ids(best[:, :count], frozen.labels))
+            size = len(candidate_sets(top_ids(logits, count), frozen.labels, frozen.owner, 1)[0][0])
             sizes[count] += size / len(texts)
             candidates[count] += (encoder_flops(masked_lm, rows * length, length) + masked * 2 * hidden * hidden
                                   + masked * 4 * hidden * vocab + masked * 4 * hidden * size * options.epochs)

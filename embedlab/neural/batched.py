@@ -18,8 +18,7 @@ import torch
 
 from embedlab.neural.candidates import (
     candidate_cross_entropy,
-    candidate_ids,
-    label_index,
+    candidate_sets,
     pad_candidates,
     residual_from_totals,
     residual_logit,
@@ -314,21 +313,21 @@ class GroupCandidates:
     ) -> None:
         self.decoder_weight = top.decoder_weight
         self.owner = frozen.owner
-        positions_of = [torch.nonzero(self.owner == text).squeeze(1) for text in range(top.texts)]
-        sets = [candidate_ids(tops[positions], frozen.labels[positions]) for positions in positions_of]
+        positions_of = torch.split(torch.arange(len(self.owner)), torch.bincount(self.owner, minlength=top.texts).tolist())  # texts are contiguous
+        sets, targets = candidate_sets(tops, frozen.labels, self.owner, top.texts)
         order = sorted(range(top.texts), key=lambda text: len(sets[text]))
         hidden = self.decoder_weight.shape[1]
         self.chunks: list[CandidateChunk] = []
         chunk: list[int] = []
         for text in order:
             if chunk and (len(chunk) + 1) * len(sets[text]) * hidden > chunk_values:
-                self.chunks.append(self._chunk(chunk, sets, positions_of, top, frozen, weights, z0, normalisers, means))
+                self.chunks.append(self._chunk(chunk, sets, targets, positions_of, top, weights, z0, normalisers, means))
                 chunk = []
             chunk.append(text)
         if chunk:
-            self.chunks.append(self._chunk(chunk, sets, positions_of, top, frozen, weights, z0, normalisers, means))
+            self.chunks.append(self._chunk(chunk, sets, targets, positions_of, top, weights, z0, normalisers, means))
 
-    def _chunk(self, texts, sets, positions_of, top, frozen, weights, z0, normalisers, means) -> CandidateChunk:
+    def _chunk(self, texts, sets, targets, positions_of, top, weights, z0, normalisers, means) -> CandidateChunk:
         ids, valid = pad_candidates([sets[text] for text in texts])
         width = max(len(positions_of[text]) for text in texts)
         positions = torch.stack([torch.cat([positions_of[text], positions_of[text][:1].expand(width - len(positions_of[text]))]) for text in texts])
@@ -339,8 +338,7 @@ class GroupCandidates:
             weight = self.decoder_weight[ids]
             first_logits = torch.baddbmm(bias.unsqueeze(1), first_z, weight.transpose(1, 2))
             residual, mean = residual_from_totals(normalisers[positions], means[positions], first_logits, weight)
-        targets = torch.stack([label_index(sets[text], frozen.labels[row]) for text, row in zip(texts, positions)])
-        return CandidateChunk(weight, bias, positions, weights[positions] * real, targets, first_z, residual, mean)
+        return CandidateChunk(weight, bias, positions, weights[positions] * real, targets[positions], first_z, residual, mean)
 
     def gradients(self, top: BatchedTop, dense_at, tuned: list[torch.Tensor]) -> list[torch.Tensor]:
         """One candidate epoch's gradients: logits over each text's own candidates plus the residual logit."""

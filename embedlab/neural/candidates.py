@@ -33,19 +33,25 @@ SOFTMAX_MODES = ("exact", "candidates")
 MASS_FLOOR = 1e-6
 
 
-def candidate_ids(top_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """One text's candidate set: sorted unique union of its positions' top-K ids (P, K) and its labels (P,)."""
-    return torch.unique(torch.cat([top_ids.reshape(-1), labels.reshape(-1)]), sorted=True)
+def candidate_sets(top_ids: torch.Tensor, labels: torch.Tensor, owner: torch.Tensor, texts: int) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """Each text's candidate set and each position's label column in its own text's set.
+
+    ``top_ids`` (P, K): every masked position's epoch-1 top-K ids; ``labels``, ``owner`` (P,): its label
+    and its text (0 … texts−1). A text's set is the sorted union of its positions' top-K ids and labels —
+    never its neighbours': the sets are computed at once on (text, id) keys.
+    """
+    vocabulary = int(max(top_ids.max(), labels.max())) + 1
+    members = torch.cat([top_ids, labels.unsqueeze(1)], dim=1)
+    keys = torch.unique(owner.unsqueeze(1) * vocabulary + members, sorted=True)
+    sizes = torch.bincount(keys // vocabulary, minlength=texts)
+    offsets = torch.cumsum(sizes, 0) - sizes
+    targets = torch.searchsorted(keys, owner * vocabulary + labels) - offsets[owner]
+    return list(torch.split(keys % vocabulary, sizes.tolist())), targets
 
 
 def top_ids(logits: torch.Tensor, count: int) -> torch.Tensor:
     """Each row's ``count`` highest-scoring ids, unordered (all of them when ``count`` ≥ the vocabulary)."""
     return logits.topk(min(count, logits.shape[-1]), dim=-1, sorted=False).indices
-
-
-def label_index(candidates: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Each label's index in the sorted candidate set (labels are always members)."""
-    return torch.searchsorted(candidates, labels)
 
 
 def residual_from_logits(logits: torch.Tensor, candidates: torch.Tensor, decoder_weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -24,8 +24,7 @@ import torch
 
 from embedlab.neural.candidates import (
     candidate_cross_entropy,
-    candidate_ids,
-    label_index,
+    candidate_sets,
     residual_from_logits,
     residual_logit,
     top_ids,
@@ -134,9 +133,9 @@ class _TextCandidates:
             self.z0 = self.transform(hidden)[self.masked]
             first_logits = logits.detach()[self.masked]
             chosen = labels[self.masked]
-            self.ids = candidate_ids(top_ids(first_logits, count), chosen)
+            sets, self.targets = candidate_sets(top_ids(first_logits, count), chosen, torch.zeros_like(chosen), 1)
+            self.ids = sets[0]
             self.residual, self.mean = residual_from_logits(first_logits, self.ids, self.weight)
-        self.targets = label_index(self.ids, chosen)
         self.candidate_weight = self.weight[self.ids]
         self.candidate_bias = predictions.bias.detach()[self.ids]
 

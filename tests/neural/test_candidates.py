@@ -10,8 +10,7 @@ import torch
 
 from embedlab.neural.candidates import (
     candidate_cross_entropy,
-    candidate_ids,
-    label_index,
+    candidate_sets,
     pad_candidates,
     residual_from_logits,
     residual_from_totals,
@@ -34,13 +33,14 @@ def small_decoder() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return weight, bias, z0
 
 
-def test_candidate_set_is_the_sorted_union_with_the_labels() -> None:
-    ids = candidate_ids(torch.tensor([[5, 2], [2, 9]]), torch.tensor([7, 2]))
-    assert ids.tolist() == [2, 5, 7, 9]
-    assert label_index(ids, torch.tensor([7, 2])).tolist() == [2, 0]
-    padded, valid = pad_candidates([ids, torch.tensor([4])])
-    assert padded.tolist() == [[2, 5, 7, 9], [4, 0, 0, 0]]
-    assert valid.tolist() == [[True] * 4, [True, False, False, False]]
+def test_candidate_sets_are_each_texts_own_union_with_its_labels() -> None:
+    top = torch.tensor([[5, 2], [2, 9], [3, 1]])
+    sets, targets = candidate_sets(top, torch.tensor([7, 2, 4]), torch.tensor([0, 0, 1]), 3)
+    assert [ids.tolist() for ids in sets] == [[2, 5, 7, 9], [1, 3, 4], []]
+    assert targets.tolist() == [2, 0, 2]
+    padded, valid = pad_candidates(sets[:2])
+    assert padded.tolist() == [[2, 5, 7, 9], [1, 3, 4, 0]]
+    assert valid.tolist() == [[True] * 4, [True, True, True, False]]
 
 
 def test_residual_gradient_equals_autograd_of_the_outside_log_sum_exp() -> None:
@@ -70,7 +70,7 @@ def test_cross_entropy_over_candidates_and_residual_equals_the_full_one_at_z0() 
     logits0 = z0 @ weight.T + bias
     residual, mean = residual_from_logits(logits0, candidates, weight)
     z = z0.clone().requires_grad_(True)
-    ours = candidate_cross_entropy(z @ weight[candidates].T + bias[candidates], residual_logit(z, z0, residual, mean), label_index(candidates, labels))
+    ours = candidate_cross_entropy(z @ weight[candidates].T + bias[candidates], residual_logit(z, z0, residual, mean), torch.tensor([1, 0]))
     (our_grad,) = torch.autograd.grad(ours.sum(), z)
     z = z0.clone().requires_grad_(True)
     full = torch.nn.functional.cross_entropy(z @ weight.T + bias, labels, reduction="none")
