@@ -11,7 +11,7 @@ result equals :func:`embedlab.neural.reference.micro_tune_reference` text by tex
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -27,6 +27,10 @@ from embedlab.neural.candidates import (
 from embedlab.neural.head import IGNORE_LABEL, MaskedLM
 from embedlab.neural.inputs import TextInputs, padded_inputs
 from embedlab.neural.options import HEAD_VECTORS, NeuralOptions, block_vectors, tunes_last_block
+
+
+# The head's dense pre-activation at some positions (a slice or an index tensor of any shape).
+DenseAt = Callable[[torch.Tensor | slice], torch.Tensor]
 
 
 class BatchedAdamW:
@@ -203,7 +207,9 @@ def micro_tune_batched(
     Per epoch: one full-batch step per text (each text's loss is the mean over its own masked tokens, so
     the sum over texts has each text's gradient in its own rows), logits only at masked positions,
     computed in slices of ``position_budget`` positions with gradients accumulated. ``need_plain`` also
-    keeps the unmasked texts' last-block inputs, which the hidden-layer variants read.
+    keeps the unmasked texts' last-block inputs, which the hidden-layer variants read. With
+    ``options.softmax == "candidates"`` epoch 1 also records each text's candidate set and residual terms
+    and later epochs compute logits over those only (:class:`GroupCandidates`, :mod:`embedlab.neural.candidates`).
 
     256 positions were measured 12–19 % faster than 2,048 here, and 128 slower again (smaller matrix
     products); likely because each logits buffer (256 × 30,522 float32 ≈ 31 MB for BERT's vocabulary)
@@ -240,7 +246,7 @@ def micro_tune_batched(
     return BatchedRun(changes, top, frozen)
 
 
-def _exact_gradients(top: BatchedTop, frozen: FrozenFeatures, dense_at, weights: torch.Tensor, tuned: list[torch.Tensor], position_budget: int) -> list[torch.Tensor]:
+def _exact_gradients(top: BatchedTop, frozen: FrozenFeatures, dense_at: DenseAt, weights: torch.Tensor, tuned: list[torch.Tensor], position_budget: int) -> list[torch.Tensor]:
     """One epoch's gradients with logits over the whole vocabulary, in slices of ``position_budget`` positions."""
     grads = [torch.zeros_like(tensor) for tensor in tuned]
     for start in range(0, len(frozen.labels), position_budget):
@@ -254,7 +260,7 @@ def _exact_gradients(top: BatchedTop, frozen: FrozenFeatures, dense_at, weights:
 
 
 def _first_epoch_with_candidates(
-    top: BatchedTop, frozen: FrozenFeatures, dense_at, weights: torch.Tensor, tuned: list[torch.Tensor], count: int, position_budget: int
+    top: BatchedTop, frozen: FrozenFeatures, dense_at: DenseAt, weights: torch.Tensor, tuned: list[torch.Tensor], count: int, position_budget: int
 ) -> tuple[list[torch.Tensor], GroupCandidates]:
     """Epoch 1 exactly, keeping what the candidate epochs need (top-K ids, z₀, log-sum-exp, softmax mean).
 
@@ -327,7 +333,11 @@ class GroupCandidates:
         if chunk:
             self.chunks.append(self._chunk(chunk, sets, targets, positions_of, top, weights, z0, normalisers, means))
 
-    def _chunk(self, texts, sets, targets, positions_of, top, weights, z0, normalisers, means) -> CandidateChunk:
+    def _chunk(
+        self, texts: list[int], sets: list[torch.Tensor], targets: torch.Tensor, positions_of: Sequence[torch.Tensor], top: BatchedTop,
+        weights: torch.Tensor, z0: torch.Tensor, normalisers: torch.Tensor, means: torch.Tensor,
+    ) -> CandidateChunk:
+        """One chunk's padded tensors, its epoch-1 candidate logits and its residual terms R₀, μ₀."""
         ids, valid = pad_candidates([sets[text] for text in texts])
         width = max(len(positions_of[text]) for text in texts)
         positions = torch.stack([torch.cat([positions_of[text], positions_of[text][:1].expand(width - len(positions_of[text]))]) for text in texts])
@@ -340,7 +350,7 @@ class GroupCandidates:
             residual, mean = residual_from_totals(normalisers[positions], means[positions], first_logits, weight)
         return CandidateChunk(weight, bias, positions, weights[positions] * real, targets[positions], first_z, residual, mean)
 
-    def gradients(self, top: BatchedTop, dense_at, tuned: list[torch.Tensor]) -> list[torch.Tensor]:
+    def gradients(self, top: BatchedTop, dense_at: DenseAt, tuned: list[torch.Tensor]) -> list[torch.Tensor]:
         """One candidate epoch's gradients: logits over each text's own candidates plus the residual logit."""
         grads = [torch.zeros_like(tensor) for tensor in tuned]
         for chunk in self.chunks:
