@@ -1,10 +1,12 @@
-"""Benchmark: per-text reference micro-tuning vs the batched path (neural-embeddings paper, Appendix B).
+"""Benchmark: per-text reference micro-tuning vs the batched path (neural-embeddings paper, Appendix B),
+or (``--compare candidates``) the batched path's candidate-set softmax vs its exact softmax (issue 18).
 
 Same texts (the first STS-B test pairs' sentences, 200 by default), same head, same options. Prints
 seconds per text, the speed-up, the cosine between the two paths' embeddings, the achieved GFLOP/s of
 each path (analytic count of the work it does), and a plain matrix-multiply GFLOP/s on this machine.
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/bench_neural.py [--texts 200] [--threads 2]
+    HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/bench_neural.py --compare candidates --candidates 64,256,1024
 
 Timings on a shared machine are contended: the load average is printed next to them.
 """
@@ -16,10 +18,14 @@ import json
 import os
 import time
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 from _common import sts_test_pairs
 
+from embedlab.neural.batched import BatchedTop, frozen_features
+from embedlab.neural.candidates import candidate_sets, top_ids
 from embedlab.neural.family import embed_texts
 from embedlab.neural.head import load_masked_lm
 from embedlab.neural.inputs import text_inputs
@@ -57,6 +63,83 @@ def work(masked_lm, texts: list[str], options: NeuralOptions) -> tuple[float, fl
     return reference, batched
 
 
+def candidate_work(masked_lm, texts: list[str], options: NeuralOptions, counts: list[int]) -> tuple[float, dict[int, float], dict[int, float]]:
+    """Analytic FLOPs of the batched exact path and, per K, of the batched candidates path; mean set sizes.
+
+    Candidates: encoder once, epoch 1 exact, then per masked position 2 x H x |C| for the epoch-1 logits at
+    the candidates and their softmax mean, and 4 x H x |C| per further epoch (forward and backward), with
+    |C| the text's own candidate set (from the untuned head's logits, i.e. epoch 1's). Padding to a
+    chunk's largest set is not counted (texts are sorted by set size, so it is small).
+    """
+    hidden = masked_lm.hidden_size
+    vocab = int(masked_lm.model.config.vocab_size)
+    _, exact = work(masked_lm, texts, options)
+    candidates = {count: 0.0 for count in counts}
+    sizes = {count: 0.0 for count in counts}
+    top = BatchedTop(masked_lm, options.params, 1)
+    for text in texts:
+        inputs = text_inputs(text, masked_lm.tokenizer, masked_lm.max_length, options.blueprints, "bench")
+        rows, length = inputs.input_ids.shape
+        masked = inputs.masked_positions
+        frozen = frozen_features(masked_lm, [inputs], top.block_mode, need_plain=False)
+        with torch.no_grad():
+            logits = top.logits(top.head_input(frozen.features, frozen.owner), frozen.owner)
+        for count in counts:
+            size = len(candidate_sets(top_ids(logits, count), frozen.labels, frozen.owner, 1)[0][0])
+            sizes[count] += size / len(texts)
+            candidates[count] += (encoder_flops(masked_lm, rows * length, length) + masked * 2 * hidden * hidden
+                                  + masked * 4 * hidden * vocab + masked * 4 * hidden * size * options.epochs)
+    return exact, candidates, sizes
+
+
+def compare_candidates(masked_lm, texts: list[str], options: NeuralOptions, counts: list[int], block: int) -> dict:
+    """Batched exact vs batched candidates (each K), interleaved block by block; figures as a dict."""
+    exact_parts: list[np.ndarray] = []
+    candidate_parts: dict[int, list[np.ndarray]] = {count: [] for count in counts}
+    exact_seconds = 0.0
+    candidate_seconds = {count: 0.0 for count in counts}
+    for start in range(0, len(texts), block):
+        piece = texts[start : start + block]
+        started = time.perf_counter()
+        exact_parts.append(embed_texts(masked_lm, piece, options, path="batched"))
+        exact_seconds += time.perf_counter() - started
+        for count in counts:
+            started = time.perf_counter()
+            candidate_parts[count].append(embed_texts(masked_lm, piece, replace(options, softmax="candidates", candidates=count), path="batched"))
+            candidate_seconds[count] += time.perf_counter() - started
+        print(f"  texts {start}..{start + len(piece) - 1}: exact {exact_seconds:.0f} s, "
+              + ", ".join(f"K={count} {candidate_seconds[count]:.0f} s" for count in counts)
+              + f" so far, load average {os.getloadavg()[0]:.1f}", flush=True)
+    exact = np.concatenate(exact_parts)
+    exact_flops, candidate_flops, sizes = candidate_work(masked_lm, texts, options, counts)
+    figures: dict = {
+        "texts": len(texts),
+        "exact_s_per_text": exact_seconds / len(texts),
+        "exact_gflop": exact_flops / 1e9,
+        "exact_gflops_per_s": exact_flops / exact_seconds / 1e9,
+        "candidates": {},
+    }
+    print(f"batched exact: {figures['exact_s_per_text']:.4f} s/text, {figures['exact_gflop']:.0f} GFLOP, {figures['exact_gflops_per_s']:.1f} GFLOP/s")
+    for count in counts:
+        vectors = np.concatenate(candidate_parts[count])
+        cosines = (exact * vectors).sum(axis=1) / np.linalg.norm(exact, axis=1) / np.linalg.norm(vectors, axis=1)
+        row = {
+            "s_per_text": candidate_seconds[count] / len(texts),
+            "speedup": exact_seconds / candidate_seconds[count],
+            "gflop": candidate_flops[count] / 1e9,
+            "gflop_ratio": exact_flops / candidate_flops[count],
+            "gflops_per_s": candidate_flops[count] / candidate_seconds[count] / 1e9,
+            "mean_candidates": sizes[count],
+            "cosine_min": float(cosines.min()),
+            "cosine_mean": float(cosines.mean()),
+        }
+        figures["candidates"][count] = row
+        print(f"batched candidates K={count}: {row['s_per_text']:.4f} s/text, speed-up {row['speedup']:.2f}x; "
+              f"{row['gflop']:.0f} GFLOP (ratio {row['gflop_ratio']:.2f}x), {row['gflops_per_s']:.1f} GFLOP/s; "
+              f"mean |C| {row['mean_candidates']:.0f}; cosine to exact min {row['cosine_min']:.6f}, mean {row['cosine_mean']:.6f}")
+    return figures
+
+
 def matmul_gflops(repeats: int = 5) -> float:
     """Plain float32 matmul speed at the decoder's shape: (2048 x 384) @ (384 x 30522)."""
     left = torch.randn(2048, 384)
@@ -79,6 +162,9 @@ def main() -> None:
     parser.add_argument("--head", default="auto", help="auto (the shipped/own head), untrained, or a head file")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    parser.add_argument("--compare", choices=("reference", "candidates"), default="reference",
+                        help="reference: per-text reference vs batched; candidates: batched candidates vs batched exact")
+    parser.add_argument("--candidates", default="256", help="--compare candidates: comma-separated K values")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     masked_lm = load_masked_lm(args.model, head=args.head)
@@ -87,6 +173,16 @@ def main() -> None:
     print(f"model {args.model} (head: {masked_lm.head_origin}), {len(texts)} STS-B test sentences, params={args.params}, "
           f"epochs={args.epochs}, torch threads {torch.get_num_threads()}, load average before: {os.getloadavg()}")
     matmul_before = matmul_gflops()
+    if args.compare == "candidates":
+        counts = [int(count) for count in args.candidates.split(",")]
+        figures = compare_candidates(masked_lm, texts, options, counts, args.block or len(texts))
+        figures.update(matmul_gflops_per_s_before=matmul_before, matmul_gflops_per_s_after=matmul_gflops(),
+                       load_average_after=os.getloadavg(), threads=torch.get_num_threads(), block=args.block, params=args.params)
+        print(f"plain matmul: {matmul_before:.1f} GFLOP/s before, {figures['matmul_gflops_per_s_after']:.1f} after; load average after {figures['load_average_after']}")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as stream:
+                json.dump(figures, stream, indent=2)
+        return
 
     # Interleave the two paths block by block so both see the same contention on a shared machine.
     block = args.block or len(texts)

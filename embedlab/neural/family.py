@@ -9,6 +9,7 @@ Examples::
     neural:minilm,params=block,variant=cls-diff,epochs=5   # Appendix G hidden-layer variants
     neural:minilm,skip-layer=2                 # Appendix C.1 ablation Neural-L2
     neural:minilm,skip-blueprint=1             # Appendix C.2 ablation Neural-B1
+    neural:minilm,softmax=candidates           # issue 18: epoch 1 exact, then candidate sets (K=256): cheaper, near-exact
     neural:minilm+minilm                       # Appendix H: normalised concatenation (the spec parser's '+')
 
 This module orchestrates the parts: inputs (:mod:`~embedlab.neural.inputs`), the reference and batched
@@ -28,6 +29,7 @@ import numpy as np
 
 from embedlab.methods.base import Family, VectorMethod
 from embedlab.neural.batched import batched_supported, micro_tune_batched
+from embedlab.neural.candidates import SOFTMAX_MODES
 from embedlab.neural.head import MaskedLM, load_masked_lm
 from embedlab.neural.inputs import BLUEPRINTS, TextInputs, text_inputs
 from embedlab.neural.options import HEAD_VECTORS, NeuralOptions, check_parameters, resolve_parameter_names
@@ -73,6 +75,11 @@ NEURAL_OPTIONS: dict[str, Option] = {
                       help="neural (Eq. 1) or an Appendix G hidden-layer variant: cls, avg, cls-tuned, avg-tuned, cls-diff, avg-diff"),
     "path": Option("auto", choices=("auto", *PATHS), help="auto, batched (many texts at once) or reference (one text at a time, any parameters)"),
     "seed": Option("0", help="seed (per-text seeds derive from it and the text)", validate=whole_number(0)),
+    "softmax": Option("exact", choices=SOFTMAX_MODES,
+                      help="exact (logits over the whole vocabulary every epoch) or candidates (epoch 1 exact, then each text's "
+                           "candidate set plus one first-order residual logit: several times cheaper, near-exact; see docs/neural.md)"),
+    "candidates": Option("256", help="softmax=candidates: top-K tokens per masked position (from epoch 1) forming a text's candidate set",
+                         validate=whole_number(1)),
 }
 
 
@@ -218,6 +225,8 @@ class NeuralEmbedder:
             blueprints=blueprints,
             variant=values["variant"],
             seed=int(values["seed"]),
+            softmax=values["softmax"],
+            candidates=int(values["candidates"]),
         )
 
     @property

@@ -78,10 +78,15 @@ class NeuralOptions:
     blueprints: tuple[tuple[int, int], ...] = BLUEPRINTS
     variant: str = "neural"
     seed: int = 0
+    softmax: str = "exact"  # or "candidates": epoch 1 exact, then each text's candidate set (neural.candidates)
+    candidates: int = 256  # top-K per masked position forming the candidate set (softmax="candidates" only)
 
     def key(self) -> dict:
-        """The options as JSON-ready values: part of every cached embedding's key."""
-        return {
+        """The options as JSON-ready values: part of every cached embedding's key.
+
+        The candidate-set softmax enters the key only when chosen, so exact embeddings keep their keys.
+        """
+        key = {
             "params": list(self.params),
             "epochs": self.epochs,
             "lr": self.learning_rate,
@@ -89,3 +94,6 @@ class NeuralOptions:
             "variant": self.variant,
             "seed": self.seed,
         }
+        if self.softmax != "exact":
+            key.update(softmax=self.softmax, candidates=self.candidates)
+        return key

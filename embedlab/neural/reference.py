@@ -10,6 +10,9 @@ batch per epoch (the paper's "single batch of no more than 12 inputs"; for multi
 batch, so the order of inputs cannot matter); the model runs in eval mode (no dropout), so micro-tuning
 is deterministic; AdamW uses torch's defaults except the learning rate. Blocks below the lowest tuned
 one are frozen and run once (Appendix B), their hidden states reused in every epoch.
+
+With ``softmax="candidates"`` epochs after the first use the text's candidate set and residual logit
+(:mod:`embedlab.neural.candidates`), computed here by definition from the full epoch-1 logits.
 """
 
 from __future__ import annotations
@@ -19,6 +22,13 @@ from collections.abc import Sequence
 
 import torch
 
+from embedlab.neural.candidates import (
+    candidate_cross_entropy,
+    candidate_sets,
+    residual_from_logits,
+    residual_logit,
+    top_ids,
+)
 from embedlab.neural.head import IGNORE_LABEL, MaskedLM
 from embedlab.neural.inputs import TextInputs
 from embedlab.neural.options import NeuralOptions, check_parameters
@@ -86,6 +96,7 @@ def _reference_steps(
             outputs = model.bert(input_ids=inputs.input_ids, attention_mask=inputs.attention_mask, output_hidden_states=True)
             frozen = outputs.hidden_states[lowest]
             embeds = outputs.hidden_states[0]
+    candidates: _TextCandidates | None = None
     mask = None
     if 0 <= lowest < num_layers:
         mask = create_bidirectional_mask(config=model.config, inputs_embeds=embeds, attention_mask=inputs.attention_mask)
@@ -97,9 +108,39 @@ def _reference_steps(
             for block in model.bert.encoder.layer[lowest:]:
                 hidden = block(hidden, attention_mask=mask)
                 hidden = hidden[0] if isinstance(hidden, tuple) else hidden
-        logits = model.cls(hidden)
-        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=IGNORE_LABEL)
+        if candidates is not None:
+            loss = candidates.loss(hidden)
+        else:
+            logits = model.cls(hidden)
+            loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=IGNORE_LABEL)
+            if options.softmax == "candidates":
+                candidates = _TextCandidates(model, hidden, logits, labels, options.candidates)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
     return [(parameters[name].detach() - originals[name]).clone() for name in options.params]
+
+
+class _TextCandidates:
+    """One text's candidate set and residual logits, fixed from epoch 1 (its decoder inputs ``z₀`` and logits)."""
+
+    def __init__(self, model: torch.nn.Module, hidden: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor, count: int) -> None:
+        predictions = model.cls.predictions
+        self.transform = predictions.transform
+        self.masked = labels != IGNORE_LABEL
+        self.weight = predictions.decoder.weight.detach()
+        with torch.no_grad():
+            self.z0 = self.transform(hidden)[self.masked]
+            first_logits = logits.detach()[self.masked]
+            chosen = labels[self.masked]
+            sets, self.targets = candidate_sets(top_ids(first_logits, count), chosen, torch.zeros_like(chosen), 1)
+            self.ids = sets[0]
+            self.residual, self.mean = residual_from_logits(first_logits, self.ids, self.weight)
+        self.candidate_weight = self.weight[self.ids]
+        self.candidate_bias = predictions.bias.detach()[self.ids]
+
+    def loss(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy over the masked positions with logits over the candidates plus the residual."""
+        z = self.transform(hidden)[self.masked]
+        logits = z @ self.candidate_weight.T + self.candidate_bias
+        return candidate_cross_entropy(logits, residual_logit(z, self.z0, self.residual, self.mean), self.targets).mean()
