@@ -8,6 +8,8 @@
   :func:`clear` empties them all (tests and benchmarks call it instead of poking private names).
 * On-disk arrays go through :class:`ArrayStore`: atomic writes, a checksum bound to the key, verified on
   every read; a damaged file is reported once and recomputed.
+* Progress bars: :func:`set_progress` (the CLI's ``--quiet`` / ``--progress``) and :func:`show_progress`,
+  which every long loop asks, so that bars go to stderr only when someone watches a terminal.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 import threading
 import time
 import warnings
@@ -73,6 +76,7 @@ class _Settings:
 
     cache_root: Path | None = None
     data_root: Path | None = None
+    progress: str = "auto"
 
 
 _MEMOS: dict[str, Memo] = {}
@@ -113,6 +117,44 @@ def clear() -> None:
     """Forget every in-process memo (loaded models, stores, layouts, tables); disk caches stay."""
     for store in _MEMOS.values():
         store.clear()
+
+
+PROGRESS_MODES = ("auto", "quiet", "always")
+
+
+def set_progress(mode: str) -> None:
+    """Progress bars for this process: ``auto`` (on stderr when it is a terminal), ``quiet`` (never) or
+    ``always`` (also when stderr is a file or a pipe)."""
+    if mode not in PROGRESS_MODES:
+        raise ValueError(f"unknown progress mode {mode!r}; expected one of {', '.join(PROGRESS_MODES)}")
+    _SETTINGS.progress = mode
+
+
+def show_progress(requested: bool | None = None) -> bool:
+    """Whether a long loop draws its progress bar: never when quiet; else the caller's explicit choice
+    (``show_progress_bar=True/False``), else only when stderr is a terminal or bars are forced, so that
+    piped or logged output holds no bar fragments."""
+    if _SETTINGS.progress == "quiet":
+        return False
+    if requested is not None:
+        return bool(requested)
+    return _SETTINGS.progress == "always" or (sys.stderr is not None and sys.stderr.isatty())
+
+
+def progress_bar(iterable=None, **options):
+    """A tqdm bar on stderr, drawn when :func:`show_progress` says so (``disable`` overrides that)."""
+    from tqdm.auto import tqdm
+
+    options.setdefault("disable", not show_progress())
+    return tqdm(iterable, file=sys.stderr, **options)
+
+
+def status(message: str) -> None:
+    """One status line on stderr (unless quiet), printed above any progress bar instead of through it."""
+    if _SETTINGS.progress != "quiet":
+        from tqdm.auto import tqdm
+
+        tqdm.write(message, file=sys.stderr)
 
 
 def data_root() -> Path:

@@ -2,11 +2,10 @@
 
     embedlab alignsim st:minilm minilm --criteria 1,2,3,4,5 --datasets qqp,paws,mrpc,afin
 
-builds the seeded perturbation sets (saved as JSON lines under ``--out``/perturbations; reused there
-when the sampling matches), scores each method through the evaluation harness (the ``alignsim`` task:
-results database, reuse of stored results unless ``--force``, encoding cache) and writes
-``--out``/report.md with the tables and ε-histograms. ``--format json`` prints one record per line
-instead of the tables.
+Builds seeded perturbation sets (saved as JSON lines in OUT/perturbations and reused when the sampling
+matches), scores each method (results are stored in the results database and reused on a rerun unless
+--force) and writes OUT/report.md with the tables and ε-histograms. The tables are printed on stdout:
+--format table (plain text), markdown, or json / csv (one record per line, with its unit).
 """
 
 from __future__ import annotations
@@ -17,7 +16,8 @@ import sys
 from pathlib import Path
 
 import embedlab
-from embedlab.cli.arguments import non_negative_int, positive_int
+from embedlab import runtime
+from embedlab.cli.arguments import add_format, add_out, non_negative_int, positive_int
 from embedlab.evaluation import evaluate
 from embedlab.evaluation.alignsim import metrics
 from embedlab.evaluation.alignsim.perturb import SamplingConfig
@@ -25,6 +25,7 @@ from embedlab.evaluation.alignsim.sources import ALL_DATASETS
 from embedlab.evaluation.alignsim.task import CRITERIA, AlignSimSetup, MethodResult
 from embedlab.results.alignsim_report import tables, write_report
 from embedlab.results.database import ResultsDB
+from embedlab.results.tables import format_records
 
 
 def _int_list(text: str) -> list[int]:
@@ -73,13 +74,14 @@ def add_cli(subparsers) -> None:
     parser.add_argument("--afin-pairs", type=positive_int, default=None, help="criterion 4 AFIN pairs (default: all)")
     parser.add_argument("--sim-epsilons", type=_float_list, default=metrics.COSINE_EPSILONS, help="ε grid for similarity margins")
     parser.add_argument("--ned-epsilons", type=_float_list, default=metrics.NED_EPSILONS, help="ε grid for NED margins")
-    parser.add_argument("--batch-size", type=positive_int, default=32)
-    parser.add_argument("--out", type=Path, default=Path("alignsim_report"), help="report folder (default ./alignsim_report)")
-    parser.add_argument("--db", type=Path, default=None, help="results database (default: the ResultsDB default path)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="texts per model batch (default 32)")
+    add_out(parser, "--output", type=Path, default=Path("alignsim_report"), help="report folder (default ./alignsim_report)")
+    parser.add_argument("--db", type=Path, default=None,
+                        help="results database file (default ./embedlab_results.sqlite, or $EMBEDLAB_RESULTS)")
     parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
     parser.add_argument("--force", action="store_true", help="recompute results already in the database")
     parser.add_argument("--no-paper", action="store_true", help="leave the paper's SBERT rows out of the tables")
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    add_format(parser)
     parser.set_defaults(handler=run_cli)
 
 
@@ -107,21 +109,20 @@ def run_cli(args: argparse.Namespace, load_method=_load_method, open_db=_open_db
         print("alignsim: nothing to run: none of the requested criteria applies to the requested datasets", file=sys.stderr)
         return 2
     summaries = {}
-    for dataset in setup.scored_datasets():  # α/β (criteria 2, 4) need random pairs of all three paraphrase sets
-        setup.perturbations(dataset)
+    for dataset in runtime.progress_bar(setup.scored_datasets(), desc="perturbation sets", unit="dataset"):
+        setup.perturbations(dataset)  # α/β (criteria 2, 4) need random pairs of all three paraphrase sets
         summaries[dataset] = json.loads((setup.folder / f"{dataset}.summary.json").read_text(encoding="utf-8"))
-        print(f"alignsim: {dataset}: {summaries[dataset]['counts']} skipped {summaries[dataset]['skipped']}", file=sys.stderr)
+        skipped = ", ".join(f"{kind} {int(count)}" for kind, count in summaries[dataset]["skipped"].items()) or "none"
+        runtime.status(f"alignsim: {dataset}: items {summaries[dataset]['counts']}; sentences skipped: {skipped}")
     methods = [load_method(spec) for spec in args.specs]
     database = None if args.no_db else open_db(args.db)
     run = evaluate(methods, tasks, db=database, force=args.force, seed=args.seed,
-                   log=lambda message: print(f"alignsim: {message}", file=sys.stderr, flush=True))
+                   log=lambda message: runtime.status(f"alignsim: {message}"))
     results = [MethodResult.collect(method, run.records, tasks) for method in methods]
     report = write_report(results, args.out, list(args.datasets), summaries, paper=not args.no_paper)
-    if args.format == "json":
-        for result in results:
-            for record in result.records:
-                print(json.dumps(record.as_dict()))
+    if args.format in ("json", "csv"):
+        print(format_records([record for result in results for record in result.records], args.format))
     else:
-        print("\n".join(tables(results, list(args.datasets), paper=not args.no_paper)))
-        print(f"report: {report}")
+        print(tables(results, list(args.datasets), paper=not args.no_paper, output_format=args.format), end="")
+        runtime.status(f"alignsim: wrote {report}")
     return 0

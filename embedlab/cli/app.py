@@ -17,7 +17,8 @@ import sys
 import warnings
 
 from embedlab import __version__
-from embedlab.cli import alignsim, embed, evaluate, matching, methods, neural
+from embedlab import runtime
+from embedlab.cli import alignsim, arguments, embed, evaluate, matching, methods, neural
 
 COMMAND_GROUPS = (embed, methods, evaluate, neural, matching, alignsim)
 
@@ -34,7 +35,17 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     for group in COMMAND_GROUPS:
         group.add_cli(subparsers)
+    for command in leaf_parsers(parser):
+        arguments.add_quiet(command)  # one --quiet for every command, defined once
     return parser
+
+
+def leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every parser that runs a command (``mlm-head train``, not ``mlm-head``), in registration order."""
+    groups = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    if not groups:
+        return [parser]
+    return [leaf for group in groups for child in dict.fromkeys(group.choices.values()) for leaf in leaf_parsers(child)]
 
 
 def describe(error: BaseException) -> str:
@@ -70,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit status; an error prints one line (see :func:`exit_status`)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # embedlab never downloads
     args = build_parser().parse_args(argv)
+    args.command_line = ["embedlab", *(sys.argv[1:] if argv is None else argv)]  # reports record what made them
+    runtime.set_progress(arguments.progress_mode(args))
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning(args.command)
@@ -89,3 +102,5 @@ def main(argv: list[str] | None = None) -> int:
             message = f"{type(error).__name__}: {describe(error)} (EMBEDLAB_DEBUG=1 shows the traceback)"
         print(f"embedlab {args.command}: error: {message}", file=sys.stderr)
         return status
+    finally:
+        runtime.set_progress("auto")  # the next command (in the same process, e.g. a test) starts afresh

@@ -54,3 +54,45 @@ def positive_float(text: str) -> float:
 def non_negative_float(text: str) -> float:
     """A finite number ≥ 0 (weight decay)."""
     return _at_least(_finite(text), text, 0)
+
+
+# ---- options every command shares: one name, one meaning, one help text -------------------------------
+
+FORMATS = ("table", "markdown", "json", "csv")  # = embedlab.results.tables.FORMATS (cli imports stay light)
+FORMAT_HELP = "how to print the results: table (aligned text), markdown, json (one object per line) or csv"
+
+
+def add_format(parser: argparse.ArgumentParser, default: str = "table") -> None:
+    """``--format table|markdown|json|csv`` (printed through :func:`embedlab.results.tables.render`)."""
+    parser.add_argument("--format", choices=FORMATS, default=default, help=f"{FORMAT_HELP} (default {default})")
+
+
+def add_out(parser: argparse.ArgumentParser, *old_names: str, help: str, **options) -> None:
+    """``--out`` for whatever a command writes; ``old_names`` (e.g. ``--output``) still work but are not shown."""
+    parser.add_argument("--out", help=help, **options)
+    for name in old_names:
+        parser.add_argument(name, dest="out", help=argparse.SUPPRESS, **{k: v for k, v in options.items() if k == "type"})
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress bars or status lines on stderr. The older ``--no-progress`` means the same;
+    ``--progress`` forces bars even when stderr is not a terminal (e.g. logged to a file).
+
+    Every command gets these once (``embedlab.cli.app`` adds them to every command); an option a command
+    already defines itself is left as it is."""
+    taken = {option for action in parser._actions for option in action.option_strings}
+    if "--quiet" not in taken:
+        parser.add_argument("--quiet", "-q", action="store_true",
+                            help="no progress bars or status lines on stderr (results still go to stdout)")
+    if "--no-progress" not in taken:
+        parser.add_argument("--no-progress", dest="quiet", action="store_true", help=argparse.SUPPRESS)
+    if "--progress" not in taken:
+        parser.add_argument("--progress", dest="force_progress", action="store_true",
+                            help="show progress bars even when stderr is not a terminal")
+
+
+def progress_mode(args: argparse.Namespace) -> str:
+    """The :func:`embedlab.runtime.set_progress` mode the parsed options ask for."""
+    if getattr(args, "quiet", False):
+        return "quiet"
+    return "always" if getattr(args, "force_progress", False) else "auto"

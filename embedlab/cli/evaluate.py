@@ -11,19 +11,16 @@
 from __future__ import annotations
 
 import argparse
-import json
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import embedlab
-from embedlab.cli.arguments import non_negative_int
+from embedlab.cli.arguments import add_format, add_out, non_negative_int
 
 if TYPE_CHECKING:  # importing the harness costs seconds: only the commands that run it do
     from embedlab.evaluation.records import Record
-
-FORMATS = ("table", "json", "markdown")
-
 
 def load_method(spec: str):
     """The method of a spec string (tests replace this to evaluate stand-in methods)."""
@@ -31,18 +28,11 @@ def load_method(spec: str):
 
 
 def print_records(records: Sequence[Record], output_format: str, stream=None) -> None:
-    from embedlab.evaluation.records import RECORD_KEYS
-    from embedlab.results.report import markdown_table, text_table
+    """Records on stdout (or ``stream``) in ``output_format`` (see :mod:`embedlab.results.tables`)."""
+    from embedlab.results.tables import format_records
 
-    stream = stream or sys.stdout
-    if output_format == "json":
-        for record in records:
-            row = record.as_dict()
-            stream.write(json.dumps({key: row[key] for key in RECORD_KEYS}) + "\n")
-    elif output_format == "markdown":
-        stream.write(markdown_table(records) + "\n")
-    else:
-        stream.write(text_table(records) + "\n")
+    text = format_records(records, output_format)
+    (stream or sys.stdout).write(text + "\n" if text else "")
 
 
 def _filter(records: list[Record], args: argparse.Namespace) -> list[Record]:
@@ -76,8 +66,7 @@ def run_eval(args: argparse.Namespace) -> int:
                         layout="line" if args.groups_per_line else "column")
     methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work
     db = None if args.no_db else ResultsDB(args.db)
-    log = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
-    run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection, log=log)
+    run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection)
     print_records(_shape(_filter(run.records, args), args), args.format)
     return 0
 
@@ -96,15 +85,20 @@ def run_results(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from embedlab.results.report import write_report
     from embedlab.results.database import ResultsDB
+    from embedlab.results.report import Provenance, write_report
 
     records = _stored(args)
-    database = ResultsDB(args.db, create=False).path
+    database = ResultsDB(args.db, create=False)
     if not records:
-        print(f"embedlab report: no stored results match in {database}", file=sys.stderr)
+        print(f"embedlab report: no stored results match in {database.path}", file=sys.stderr)
         return 1
-    path = write_report(records, args.out, title=args.title, provenance=f"Results database: {database}.")
+    kept = {(r.method, r.task, r.dataset, r.subset, r.metric) for r in records}
+    rows = [row for row in database.provenance()
+            if (row["method"], row["task"], row["dataset"], row["subset"], row["metric"]) in kept]
+    command = shlex.join(getattr(args, "command_line", ["embedlab", "report"]))
+    provenance = Provenance(rows=rows, command=command, source=database.path.name)
+    path = write_report(records, args.out, title=args.title, provenance=provenance)
     print(f"wrote {path} ({len(records)} records)")
     return 0
 
@@ -114,8 +108,7 @@ def _common(parser: argparse.ArgumentParser, with_format: bool = True) -> None:
     parser.add_argument("--metric", action="append", help="keep only this metric (repeatable)")
     parser.add_argument("--subset", action="append", help="keep only this subset (repeatable)")
     if with_format:
-        parser.add_argument("--format", choices=FORMATS, default="table",
-                            help="table (methods as columns), markdown, or json (one object per line)")
+        add_format(parser)
         parser.add_argument("--summary", action="store_true",
                             help="only each dataset's headline number plus per-task averages (paper 2 Table 4 shape)")
 
@@ -139,7 +132,6 @@ def add_cli(subparsers) -> None:
                                  help="user grouped files (triplets:@FILE) hold one group per line")
     evaluate_parser.add_argument("--intersection", action="store_true",
                                  help="triplets: also the Eq. 3 intersection of each method's broken triplets with the first method's")
-    evaluate_parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     _common(evaluate_parser)
     evaluate_parser.set_defaults(handler=run_eval)
 
@@ -152,8 +144,8 @@ def add_cli(subparsers) -> None:
     report_parser = subparsers.add_parser("report", help="write an offline HTML report of stored results")
     for name in ("method", "task", "dataset"):
         report_parser.add_argument(f"--{name}", action="append", help=f"keep only this {name} (repeatable)")
-    report_parser.add_argument("--out", default="report.html", help="HTML file to write (default report.html)")
-    report_parser.add_argument("--title", default="embedlab evaluation report")
+    add_out(report_parser, "--output", default="report.html", help="HTML file to write (default report.html)")
+    report_parser.add_argument("--title", default="embedlab evaluation report", help="the page's title")
     _common(report_parser, with_format=False)
     report_parser.set_defaults(handler=run_report)
 

@@ -11,21 +11,26 @@ import argparse
 import sys
 from pathlib import Path
 
-from embedlab.cli.arguments import non_negative_int, positive_float, positive_int
+from embedlab.cli.arguments import add_format, add_out, non_negative_int, positive_float, positive_int
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
     import embedlab
     from embedlab.matching.explain import plot_explanation
     from embedlab.matching.method import MatchingMethod
+    from embedlab.results.tables import render
 
     spec = args.spec if args.spec.startswith("match:") else f"match:{args.spec}"
     method = embedlab.load(spec)
     if not isinstance(method, MatchingMethod):
         raise TypeError(f"explain needs a match spec (match:MODEL,...), got {args.spec!r}")
     explanation = method.explain(args.text_a, args.text_b)
-    print(f"method: {method.spec}")
-    print(explanation.table())
+    if args.format in ("json", "csv"):  # one row per token, each with the pair's similarity
+        columns = ("similarity", *explanation.COLUMNS)
+        print(render(columns, [[round(explanation.similarity, 6), *row] for row in explanation.rows()], args.format))
+    else:
+        print(f"method: {method.spec}\nsimilarity {explanation.similarity:.4f}\n")
+        print(render(explanation.COLUMNS, explanation.rows(), args.format))
     if args.out:
         plot_explanation(explanation, args.out)
         print(f"wrote {args.out}", file=sys.stderr)
@@ -48,7 +53,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         checkpoint_every=args.checkpoint_every,
     )
     out = Path(args.out) if args.out else learned_weights_path(load_model(args.model))
-    weights = train_token_weights(config, out, show_progress_bar=args.progress, resume=args.resume)
+    weights = train_token_weights(config, out, resume=args.resume)
     print(f"wrote {weights.shape[0]} token weights to {out} (record: {out.with_suffix('.json')})", file=sys.stderr)
     return 0
 
@@ -59,7 +64,8 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     explain.add_argument("spec", help="match spec, e.g. match:minilm,weights=idf (a bare model name means match:MODEL)")
     explain.add_argument("text_a")
     explain.add_argument("text_b")
-    explain.add_argument("--out", help="PNG file for the heatmap")
+    add_out(explain, help="PNG file for the heatmap")
+    add_format(explain)
     explain.set_defaults(handler=_cmd_explain)
 
     from embedlab.training.token_weights import TrainingConfig
@@ -67,14 +73,13 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     defaults = TrainingConfig(model="")
     train = subparsers.add_parser("train-token-weights", help="learn per-token weights with unsupervised SimCSE (§3 Token Weighting)")
     train.add_argument("model", help="model name or folder, e.g. minilm")
-    train.add_argument("--out", help="output .safetensors (default: where weights=learned looks for this model)")
-    train.add_argument("--steps", type=positive_int, default=defaults.steps)
-    train.add_argument("--batch-size", type=positive_int, default=defaults.batch_size)
-    train.add_argument("--learning-rate", type=positive_float, default=defaults.learning_rate)
-    train.add_argument("--seed", type=non_negative_int, default=defaults.seed)
+    add_out(train, help="weights file to write, .safetensors (default: where weights=learned looks for this model)")
+    train.add_argument("--steps", type=positive_int, default=defaults.steps, help=f"training steps (default {defaults.steps})")
+    train.add_argument("--batch-size", type=positive_int, default=defaults.batch_size, help=f"sentences per step (default {defaults.batch_size})")
+    train.add_argument("--learning-rate", type=positive_float, default=defaults.learning_rate, help=f"Adam learning rate (default {defaults.learning_rate})")
+    train.add_argument("--seed", type=non_negative_int, default=defaults.seed, help=f"seed of the sentence order (default {defaults.seed})")
     train.add_argument("--max-tokens", type=positive_int, default=defaults.max_tokens, help="sentences are cut to this many tokens (SimCSE: 32)")
     train.add_argument("--min-chars", type=non_negative_int, default=defaults.min_chars, help="WikiText-2 sentences shorter than this are skipped")
-    train.add_argument("--checkpoint-every", type=positive_int, default=defaults.checkpoint_every)
+    train.add_argument("--checkpoint-every", type=positive_int, default=defaults.checkpoint_every, help=f"steps between resumable checkpoints (default {defaults.checkpoint_every})")
     train.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True, help="continue from a checkpoint of the same settings")
-    train.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     train.set_defaults(handler=_cmd_train)

@@ -5,25 +5,39 @@ from __future__ import annotations
 
 import argparse
 
-from embedlab.cli.arguments import positive_int
+from embedlab.cli.arguments import add_format, positive_int
 
 DEMO_PAIRS = 12
 
 
-def _cmd_methods(args: argparse.Namespace) -> int:
-    from embedlab.methods.registry import PRESETS, describe_families
+def method_rows() -> list[list[str]]:
+    """What can be asked for, one row per family option, preset and named model: kind, name, spec
+    (default or value), description."""
+    from embedlab.methods.registry import FAMILIES, PRESETS
+    from embedlab.spec import POOLED
     from embedlab.models import DESCRIPTIONS, available_models
 
-    print("Method spec grammar: MODEL[:k=v,...] | FAMILY:MODEL[,k=v,...] ; '+' between specs concatenates.\n")
-    print("Families and options (defaults shown):")
-    print(describe_families())
-    print("\nPresets (paper configurations):")
-    for name, (spec, why) in PRESETS.items():
-        print(f"  {spec}\n      {name}: {why}")
+    rows = []
+    for name, family in FAMILIES.items():
+        shown = "MODEL[:k=v,...]" if name == POOLED else f"{name}:MODEL[,k=v,...]"
+        rows.append(["family", name, shown, family.help])
+        for key, option in family.options.items():
+            choices = f" ({'|'.join(option.choices)})" if option.choices else ""
+            rows.append(["option", f"{name}.{key}", f"{key}={option.default}{choices}", option.help])
+    rows += [["preset", name, spec, why] for name, (spec, why) in PRESETS.items()]
     installed = set(available_models())
-    print("\nNamed models:")
-    for name, description in DESCRIPTIONS.items():
-        print(f"  {name:8s} {description}{'' if name in installed else ' [not installed]'}")
+    rows += [["model", name, name, description + ("" if name in installed else " [not installed]")]
+             for name, description in DESCRIPTIONS.items()]
+    return rows
+
+
+def _cmd_methods(args: argparse.Namespace) -> int:
+    from embedlab.results.tables import render
+
+    if args.format in ("table", "markdown"):
+        print("Method spec grammar: MODEL[:k=v,...] | FAMILY:MODEL[,k=v,...] ; '+' between specs concatenates; "
+              "a preset name loads its spec.\n")
+    print(render(("kind", "name", "spec", "description"), method_rows(), args.format))
     return 0
 
 
@@ -50,9 +64,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register ``methods`` and ``demo``."""
     methods = subparsers.add_parser("methods", help="list method families, options, presets and models")
+    add_format(methods)
     methods.set_defaults(handler=_cmd_methods)
 
     demo = subparsers.add_parser("demo", help="similarities of a few STS-B test pairs next to their human scores")
-    demo.add_argument("spec", nargs="?", default="minilm")
+    demo.add_argument("spec", nargs="?", default="minilm", help="method spec (default minilm)")
     demo.add_argument("--pairs", type=positive_int, default=DEMO_PAIRS, help=f"how many pairs to show (default {DEMO_PAIRS})")
     demo.set_defaults(handler=_cmd_demo)

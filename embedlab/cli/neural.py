@@ -13,7 +13,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from embedlab.cli.arguments import non_negative_float, non_negative_int, positive_float, positive_int
+from embedlab import runtime
+from embedlab.cli.arguments import add_out, non_negative_float, non_negative_int, positive_float, positive_int
 
 if TYPE_CHECKING:  # the training module (and torch) load only when a command runs
     from embedlab.training.mlm_head import HeadTrainingConfig
@@ -34,18 +35,17 @@ def add_cli(subparsers) -> None:
         description=f"Train the head transform and output bias with the encoder frozen ({DEFAULTS_NOTE}).",
     )
     train.add_argument("model", help="model name (e.g. minilm), local folder or cached Hugging Face id")
-    train.add_argument("--out", type=Path, default=None, help="head file to write (default: ./<model>_mlm_head.safetensors)")
-    train.add_argument("--seed", type=non_negative_int, default=defaults.seed)
-    train.add_argument("--epochs", type=positive_int, default=defaults.epochs)
+    add_out(train, type=Path, default=None, help="head file to write (default: ./MODEL_mlm_head.safetensors)")
+    train.add_argument("--seed", type=non_negative_int, default=defaults.seed, help=f"seed of masking, initialisation and batch order (default {defaults.seed})")
+    train.add_argument("--epochs", type=positive_int, default=defaults.epochs, help=f"passes over the training tokens (default {defaults.epochs})")
     train.add_argument("--train-tokens", type=positive_int, default=defaults.train_tokens, help="WikiText-2 train tokens used")
     train.add_argument("--valid-tokens", type=positive_int, default=defaults.valid_tokens, help="WikiText-2 valid tokens evaluated")
     train.add_argument("--block-tokens", type=positive_int, default=defaults.block_tokens, help="tokens per input, [CLS]/[SEP] included")
     train.add_argument("--batch-size", type=positive_int, default=defaults.batch_size, help="masked positions per step")
-    train.add_argument("--lr", type=positive_float, default=defaults.learning_rate)
-    train.add_argument("--weight-decay", type=non_negative_float, default=defaults.weight_decay)
-    train.add_argument("--threads", type=positive_int, default=defaults.threads, help="torch threads (fixed for bit-reproducibility)")
-    train.add_argument("--checkpoint-dir", type=Path, default=None, help="resumable checkpoints (default: the embedlab cache)")
-    train.add_argument("--no-progress", action="store_true", help="no progress bars")
+    train.add_argument("--lr", type=positive_float, default=defaults.learning_rate, help=f"AdamW learning rate (default {defaults.learning_rate})")
+    train.add_argument("--weight-decay", type=non_negative_float, default=defaults.weight_decay, help=f"AdamW weight decay (default {defaults.weight_decay})")
+    train.add_argument("--threads", type=positive_int, default=defaults.threads, help="torch threads (fixed, so that reruns give identical heads)")
+    train.add_argument("--checkpoint-dir", type=Path, default=None, help="folder for resumable checkpoints (default: in the embedlab cache)")
     train.set_defaults(handler=_train_handler)
 
 
@@ -72,7 +72,7 @@ def _train_handler(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*lr_scheduler.step.*")
-            result = train_head(config, checkpoint_dir=checkpoint_dir, command=command, show_progress=not args.no_progress)
+            result = train_head(config, checkpoint_dir=checkpoint_dir, command=command, log=runtime.status)
     except (HeadError, FileNotFoundError, LookupError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -11,11 +11,12 @@ items, ``family:@path`` for a user file, ``all``, or ``quick`` (a few minutes on
 from __future__ import annotations
 
 import math
-import sys
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from embedlab import runtime
 from embedlab.evaluation.alignsim.task import AlignSimTask
 from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task, as_method
 from embedlab.evaluation.classification import ClassificationTask
@@ -120,31 +121,39 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
     need vectors are skipped, with the reason, for pairwise methods. ``intersections``: for triplet
     tasks, also the Eq. 3 intersection of each later method's broken triplets with the first method's.
     """
-    say = log or (lambda message: print(message, file=sys.stderr))
+    say = log or runtime.status
     methods, tasks = [as_method(method) for method in methods], list(tasks)
     run = EvaluationRun()
-    for method in methods:
-        for task in tasks:
-            if not task.applies_to(method):
-                reason = f"{method.spec} is a pairwise method; {task.name} needs embedding vectors"
-                run.skipped.append((method.spec, task.name, task.dataset, reason))
-                say(f"skip {task.name}/{task.dataset} for {method.spec}: {reason}")
-                continue
-            settings = task.settings()
-            stored_settings = db.settings(method.spec, task.name, task.dataset) if db is not None else None
-            if stored_settings == settings and not force:
-                stored = [r for r in db.records(method.spec, task.name, task.dataset) if not r.subset.startswith("vs ")]
-                run.records += stored
-                run.reused.append((method.spec, task.name, task.dataset))
-                say(f"reuse {task.name}/{task.dataset} for {method.spec} ({len(stored)} stored records)")
-                continue
-            if stored_settings is not None and stored_settings != settings:
-                db.delete(method.spec, task.name, task.dataset)  # computed with other settings: never mixed
-            say(f"run {task.name}/{task.dataset} for {method.spec}")
-            records = task.run(method)
-            if db is not None:
-                db.add(_storable(records), fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None)
-            run.records += records
+    bar = runtime.progress_bar(total=len(methods) * len(tasks), desc="tasks", unit="task")
+    for number, (method, task) in enumerate(((m, t) for m in methods for t in tasks), start=1):
+        bar.set_postfix_str(f"{task.name}/{task.dataset} {method.spec}", refresh=False)
+        if not task.applies_to(method):
+            reason = f"{method.spec} is a pairwise method; {task.name} needs embedding vectors"
+            run.skipped.append((method.spec, task.name, task.dataset, reason))
+            say(f"skip {task.name}/{task.dataset} for {method.spec}: {reason}")
+            bar.update()
+            continue
+        settings = task.settings()
+        stored_settings = db.settings(method.spec, task.name, task.dataset) if db is not None else None
+        if stored_settings == settings and not force:
+            stored = [r for r in db.records(method.spec, task.name, task.dataset) if not r.subset.startswith("vs ")]
+            run.records += stored
+            run.reused.append((method.spec, task.name, task.dataset))
+            say(f"reuse {task.name}/{task.dataset} for {method.spec} ({len(stored)} stored records)")
+            bar.update()
+            continue
+        if stored_settings is not None and stored_settings != settings:
+            db.delete(method.spec, task.name, task.dataset)  # computed with other settings: never mixed
+        say(f"run {task.name}/{task.dataset} for {method.spec}")
+        started = time.perf_counter()
+        records = task.run(method)
+        if db is not None:
+            db.add(_storable(records), fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None)
+        run.records += records
+        bar.update()
+        say(f"done {task.name}/{task.dataset} for {method.spec} in {time.perf_counter() - started:.1f} s "
+            f"({number}/{len(methods) * len(tasks)} tasks)")
+    bar.close()
     if intersections and len(methods) > 1:
         reference = methods[0]
         for task in tasks:

@@ -88,10 +88,26 @@ class NotApplicableError(ValueError):
     """The task cannot evaluate this kind of method (e.g. a pairwise method where vectors are needed)."""
 
 
+# The one unit convention: every metric is stored as its scorer reports it, in one of these units. Shares
+# (accuracies, error rates, pass rates) are fractions 0–1, never percentages, so classification accuracy
+# and clustering accuracy read alike; papers that print percentages are divided by 100 to compare.
+UNITS: dict[str, str] = {
+    "fraction": "a share from 0 to 1 (accuracy, error rate, pass rate; 0.8920 = 89.20 %)",
+    "correlation": "a correlation coefficient from −1 to 1",
+    "similarity": "a cosine similarity from −1 to 1 (or a pairwise method's own score)",
+    "difference": "a difference of two similarities or distances (margins, Diff columns)",
+    "distance": "a distance (normalised Euclidean distance 0–1, or a squared distance)",
+    "count": "a whole number of items",
+    "score": "a dimensionless score whose range the description states",
+}
+
+
 @dataclass(frozen=True)
 class Metric:
-    """What one emitted metric means: a one-line description (with its unit) and which direction is better.
+    """What one emitted metric means: a one-line description, its unit, and which direction is better.
 
+    ``unit`` is a key of :data:`UNITS` (machine-readable: JSON and CSV output and the report carry it, so
+    a value can be compared with a paper's number in the paper's own unit).
     ``better`` is ``"higher"``, ``"lower"`` or ``""`` for numbers that are neither (sizes, counts of items).
     ``style`` tells tables how to print it: ``"count"`` (whole numbers with thousands separators),
     ``"rate"`` (small fractions, scientific notation) or ``"number"``.
@@ -100,13 +116,18 @@ class Metric:
     description: str
     better: str = "higher"
     style: str = "number"
+    unit: str = "score"
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ValueError(f"unknown metric unit {self.unit!r}; expected one of {', '.join(UNITS)}")
 
     @property
     def lower_is_better(self) -> bool:
         return self.better == "lower"
 
 
-UNDECLARED = Metric("", better="")
+UNDECLARED = Metric("", better="")  # a metric the task does not declare: unit unknown ("score")
 
 
 class Task:
@@ -192,17 +213,17 @@ class Task:
 
 # The metrics of the two counting protocols (seed 0 Eq. 2 and 4), shared by pairs and triplets.
 ERROR_COUNT_METRICS = {
-    "error": Metric("fraction of comparisons that are wrong (ties count as wrong), 0–1", "lower", "rate"),
-    "total": Metric("number of comparisons counted", "", "count"),
-    "wrong": Metric("number of wrong comparisons", "lower", "count"),
-    "same": Metric("mean cosine of the texts that belong together, −1–1", ""),
-    "diff": Metric("mean cosine of the texts that do not belong together, −1–1", ""),
+    "error": Metric("fraction of comparisons that are wrong (ties count as wrong), 0–1", "lower", "rate", "fraction"),
+    "total": Metric("number of comparisons counted", "", "count", "count"),
+    "wrong": Metric("number of wrong comparisons", "lower", "count", "count"),
+    "same": Metric("mean cosine of the texts that belong together, −1–1", "", unit="similarity"),
+    "diff": Metric("mean cosine of the texts that do not belong together, −1–1", "", unit="similarity"),
 }
 CORRELATION_METRICS = {
-    "spearman": Metric("Spearman rank correlation of cosine and human score, −1–1"),
-    "pearson": Metric("Pearson correlation of cosine and human score, −1–1"),
-    "kendall_b": Metric("Kendall τ-b of cosine and human score, −1–1"),
-    "kendall_c": Metric("Kendall τ-c of cosine and human score, −1–1"),
+    "spearman": Metric("Spearman rank correlation of cosine and human score, −1–1", unit="correlation"),
+    "pearson": Metric("Pearson correlation of cosine and human score, −1–1", unit="correlation"),
+    "kendall_b": Metric("Kendall τ-b of cosine and human score, −1–1", unit="correlation"),
+    "kendall_c": Metric("Kendall τ-c of cosine and human score, −1–1", unit="correlation"),
 }
 
 

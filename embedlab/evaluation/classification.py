@@ -11,7 +11,8 @@ Logistic regression (scikit-learn) on the raw embeddings, with SentEval's three 
 
 Pair tasks (MRPC, SICK-E) use SentEval's pair features [|u−v|, u∘v] by default; ``pair_features="full"``
 gives the InferSent-style [u, v, |u−v|, u∘v]. All texts of a dataset (every split, both sides of every
-pair) are encoded in one call.
+pair) are encoded in one call. The helpers below work in SentEval's rounded percentages (model selection
+compares them); the records hold accuracies as fractions 0–1, like every other share in the harness.
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ class ClassificationTask(Task):
     user_files = True
     headline = "accuracy"
     metrics = {
-        "accuracy": Metric("test accuracy (10-fold mean for MR/CR/SUBJ/MPQA and user files), %"),
-        "dev_accuracy": Metric("validation accuracy of the chosen regularisation, %"),
+        "accuracy": Metric("test accuracy (10-fold mean for MR/CR/SUBJ/MPQA and user files), 0–1", unit="fraction"),
+        "dev_accuracy": Metric("validation accuracy of the chosen regularisation, 0–1", unit="fraction"),
     }
 
     def __init__(self, dataset: str, *, path: str | None = None, folds: int = 10, inner_folds: int = 10,
@@ -161,7 +162,8 @@ class ClassificationTask(Task):
                 train, dev_split, test_split = self._texts(method, [datasets.sst(fine, s) for s in ("train", "dev", "test")])
             dev, test = split_accuracy(train.x, train.y, dev_split.x, dev_split.y, test_split.x, test_split.y, seed=seed)
             n, protocol = test_split.y.size, "test"
+        # The protocol selects on SentEval's rounded percentages; records hold fractions (the unit convention).
         return [
-            self.record(method, protocol, "accuracy", test, n),
-            self.record(method, protocol, "dev_accuracy", dev, n),
+            self.record(method, protocol, "accuracy", test / 100, n),
+            self.record(method, protocol, "dev_accuracy", dev / 100, n),
         ]

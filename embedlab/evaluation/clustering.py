@@ -53,8 +53,8 @@ class ClusteringTask(Task):
     user_files = True
     headline = "accuracy"
     metrics = {
-        "accuracy": Metric("mean matched accuracy over the k-means runs, 0–1"),
-        "accuracy_std": Metric("standard deviation of the matched accuracy over the runs, 0–1", "lower"),
+        "accuracy": Metric("mean matched accuracy over the k-means runs, 0–1", unit="fraction"),
+        "accuracy_std": Metric("standard deviation of the matched accuracy over the runs, 0–1", "lower", unit="fraction"),
     }
 
     def __init__(self, dataset: str, *, path: str | None = None, runs: int = 10, seed: int = 0) -> None:

@@ -73,7 +73,7 @@ class IsotropyTask(Task):
     description = "IsoScore of the embeddings of WikiText-2 sentences (paper 2 §3.5.4)"
     datasets = ("wikitext2",)
     headline = "isoscore"
-    metrics = {"isoscore": Metric("IsoScore, 0 (one direction holds all variance) – 1 (isotropic)")}
+    metrics = {"isoscore": Metric("IsoScore, 0 (one direction holds all variance) – 1 (isotropic)", unit="score")}
 
     def __init__(self, dataset: str = "wikitext2", *, split: str = "test") -> None:
         super().__init__(dataset)
@@ -94,10 +94,10 @@ class AlignmentTask(Task):
     datasets = ("stsb",)
     headline = "alignment"
     metrics = {
-        "alignment": Metric("mean squared distance of positive pairs' raw embeddings (Eq. 8)", "lower"),
-        "uniformity": Metric("log mean exp(−2·squared distance) over all sentence pairs, raw embeddings (Eq. 9)", "lower"),
-        "alignment_unit": Metric("Eq. 8 on unit-normalised embeddings, 0–4", "lower"),
-        "uniformity_unit": Metric("Eq. 9 on unit-normalised embeddings, −4–0", "lower"),
+        "alignment": Metric("mean squared distance of positive pairs' raw embeddings (Eq. 8)", "lower", unit="distance"),
+        "uniformity": Metric("log mean exp(−2·squared distance) over all sentence pairs, raw embeddings (Eq. 9)", "lower", unit="score"),
+        "alignment_unit": Metric("Eq. 8 on unit-normalised embeddings, 0–4", "lower", unit="distance"),
+        "uniformity_unit": Metric("Eq. 9 on unit-normalised embeddings, −4–0", "lower", unit="score"),
     }
 
     def __init__(self, dataset: str = "stsb") -> None:

@@ -49,7 +49,7 @@ def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32) 
     texts = list(texts)
 
     def compute() -> np.ndarray:
-        vectors = np.asarray(method.encode(texts, batch_size=batch_size, show_progress_bar=False), dtype=np.float32)
+        vectors = np.asarray(method.encode(texts, batch_size=batch_size, show_progress_bar=runtime.show_progress()), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise ValueError(f"{method.spec!r}.encode returned shape {vectors.shape} for {len(texts)} texts")
         if not np.all(np.isfinite(vectors)):
@@ -64,7 +64,7 @@ def _score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int) 
     """``method.similarity_pairs(pairs)`` in ONE call (float32, one score per pair), cached on disk."""
 
     def compute() -> np.ndarray:
-        scores = np.asarray(method.similarity_pairs(pairs, batch_size=batch_size, show_progress_bar=False), dtype=np.float32)
+        scores = np.asarray(method.similarity_pairs(pairs, batch_size=batch_size, show_progress_bar=runtime.show_progress()), dtype=np.float32)
         if scores.shape != (len(pairs),):
             raise ValueError(f"{method.spec!r}.similarity_pairs returned shape {scores.shape} for {len(pairs)} pairs")
         if not np.all(np.isfinite(scores)):

@@ -44,7 +44,7 @@ class STSTask(Task):
     headline = "spearman"
     metrics = CORRELATION_METRICS | {
         "spearman": Metric("Spearman rank correlation of cosine and gold score, −1–1 (subsets mean/wmean: "
-                           "SentEval's per-subset mean and size-weighted mean)"),
+                           "SentEval's per-subset mean and size-weighted mean)", unit="correlation"),
     }
 
     def __init__(self, dataset: str, *, path: str | None = None) -> None:

@@ -139,7 +139,7 @@ class TripletsTask(Task):
     parsing_options = ("layout",)
     headline = "error"
     metrics = ERROR_COUNT_METRICS | {
-        "intersection": Metric("Eq. 3 overlap of this method's broken triplets with the reference method's, 0–1", ""),
+        "intersection": Metric("Eq. 3 overlap of this method's broken triplets with the reference method's, 0–1", "", unit="fraction"),
     }
 
     def __init__(self, dataset: str, *, path: str | None = None, layout: str = "column") -> None:

@@ -2,7 +2,7 @@
 
 :func:`explain_pair` lays out every number behind one pair's Eq. 2 score (the token similarity matrix
 S, each row's and column's first and second maximum, the Eq. 1 token scores and the token weights);
-:meth:`MatchExplanation.table` prints them and :func:`plot_explanation` draws the Fig. 2 heatmap with
+:meth:`MatchExplanation.rows` lists them and :func:`plot_explanation` draws the Fig. 2 heatmap with
 each row's maximum (solid box) and second maximum (dashed box).
 """
 
@@ -33,17 +33,19 @@ class MatchExplanation:
     weights_b: np.ndarray
     similarity: float
 
-    def table(self) -> str:
-        """Per-token matching scores and weights, one line per token, as the CLI prints them."""
-        lines = [f"similarity {self.similarity:.4f}"]
+    COLUMNS = ("side", "token", "score", "weight", "best match")
+
+    def rows(self) -> list[list[object]]:
+        """Per-token matching scores and weights, one row per token of A then of B (columns :attr:`COLUMNS`);
+        the best match is the other text's token at the row's (column's) maximum."""
+        rows = []
         for side, tokens, scores, weights, first, other in (
             ("A", self.tokens_a, self.scores_a, self.weights_a, self.row_first, self.tokens_b),
             ("B", self.tokens_b, self.scores_b, self.weights_b, self.column_first, self.tokens_a),
         ):
-            lines.append(f"{side}: token  score  weight  best match")
-            for token, value, weight, match in zip(tokens, scores, weights, first):
-                lines.append(f"   {token:<16} {value:7.4f} {weight:7.4f}  {other[match]}")
-        return "\n".join(lines)
+            rows += [[side, token, round(float(value), 4), round(float(weight), 4), other[match]]
+                     for token, value, weight, match in zip(tokens, scores, weights, first)]
+        return rows
 
 
 def positions_of_top_two(matrix: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:

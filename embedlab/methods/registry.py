@@ -19,7 +19,7 @@ from embedlab.methods.pooled import POOLED_FAMILIES
 from embedlab.methods.st import ST_FAMILY
 from embedlab.models import NAMED_MODELS, check_model
 from embedlab.neural.family import NEURAL_FAMILY
-from embedlab.spec import POOLED, ConcatSpec, FamilySchema, MethodSpec, parse_spec
+from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, parse_spec
 
 FAMILIES: dict[str, Family] = {family.name: family for family in (*POOLED_FAMILIES, ST_FAMILY, NEURAL_FAMILY, MATCH_FAMILY)}
 SCHEMAS: dict[str, FamilySchema] = {name: family.schema for name, family in FAMILIES.items()}
@@ -58,14 +58,3 @@ def load(spec: str) -> EmbeddingMethod:
         return ConcatMethod(parsed, [build(part) for part in parsed.parts])
     return build(parsed)
 
-
-def describe_families() -> str:
-    """Human-readable list of families and their options (``embedlab methods``)."""
-    lines = []
-    for name, family in FAMILIES.items():
-        shown = "MODEL[:k=v,...]" if name == POOLED else f"{name}:MODEL[,k=v,...]"
-        lines.append(f"{shown}\n    {family.help}")
-        for key, option in family.options.items():
-            choices = f" ({'|'.join(option.choices)})" if option.choices else ""
-            lines.append(f"    {key}={option.default}{choices}  {option.help}")
-    return "\n".join(lines)

@@ -27,6 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from embedlab import runtime
 from embedlab.methods.base import Family, VectorMethod
 from embedlab.neural.batched import batched_supported, micro_tune_batched
 from embedlab.neural.candidates import SOFTMAX_MODES
@@ -255,8 +256,6 @@ class NeuralEmbedder:
         costs one run per text. Texts are micro-tuned and cached in slices of :data:`CACHE_SLICE`, so an
         interrupted long run keeps the slices it finished.
         """
-        from tqdm.auto import tqdm
-
         texts = list(texts)
         found: dict[str, np.ndarray] = {}
         for text in dict.fromkeys(texts):
@@ -268,7 +267,8 @@ class NeuralEmbedder:
             own = self.options.variant
             variants = shared_run_variants(self.options, self.masked_lm.num_layers) if self.use_cache and self.path == "batched" else (own,)
             first_index = {text: position for position, text in reversed(list(enumerate(texts)))}
-            bar = tqdm(total=len(missing), desc="neural micro-tuning", disable=not show_progress_bar)
+            bar = runtime.progress_bar(total=len(missing), desc="neural micro-tuning", unit=" texts",
+                                       disable=not runtime.show_progress(bool(show_progress_bar)))  # rate and ETA
             try:
                 for start in range(0, len(missing), CACHE_SLICE):
                     piece = missing[start : start + CACHE_SLICE]

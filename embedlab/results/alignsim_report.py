@@ -14,6 +14,7 @@ import numpy as np
 
 from embedlab.evaluation.alignsim.perturb import N_VALUES
 from embedlab.evaluation.alignsim.task import MethodResult
+from embedlab.results.tables import render
 
 DATASET_TITLES = {"qqp": "QQP", "paws": "PAWS-Wiki", "mrpc": "MRPC", "afin": "AFIN"}
 PAPER_LABEL = "paper SBERT"
@@ -43,23 +44,21 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines + [""]
-
-
 def _datasets_with(results: list[MethodResult], subset_prefix: str, datasets: list[str]) -> list[str]:
     present = {r.dataset for result in results for r in result.records if r.subset.startswith(subset_prefix)}
     return [d for d in datasets if d in present]
 
 
-def tables(results: list[MethodResult], datasets: list[str], paper: bool = True) -> list[str]:
-    """The Markdown lines of every table the results support."""
-    lines: list[str] = []
+Section = tuple[str, list[str], list[list[str]]]  # title, header, rows of formatted cells
+
+
+def sections(results: list[MethodResult], datasets: list[str], paper: bool = True) -> list[Section]:
+    """Every table the results support, as (title, header, rows): the paper's Tables 3–9 and the
+    criterion 3/5 margin summaries. Shares print as percentages here, as the paper's tables do."""
+    lines: list[Section] = []
     paraphrase = _datasets_with(results, "c1", datasets)
     if paraphrase:
-        lines += ["### Criterion 1: semantic distinction — % of items passing, averaged over the ε grid (Table 3)", ""]
+        title = "Criterion 1: semantic distinction — % of items passing, averaged over the ε grid (Table 3)"
         header = ["method"] + [f"{DATASET_TITLES[d]} {m}" for d in paraphrase for m in ("Sim", "NED")]
         rows = [
             [result.method]
@@ -68,9 +67,9 @@ def tables(results: list[MethodResult], datasets: list[str], paper: bool = True)
         ]
         if paper:
             rows.append([PAPER_LABEL] + [_number(v, 1) for d in paraphrase for v in PAPER_SBERT["c1_pass"][d]])
-        lines += _table(header, rows)
+        lines.append((title, header, rows))
         for metric, table_name, key in (("sim", "Table 6, cosine", "c1_sim"), ("ned", "Table 7, NED", "c1_ned")):
-            lines += [f"### Criterion 1: mean {metric} of positive and random pairs ({table_name})", ""]
+            title = f"Criterion 1: mean {metric} of positive and random pairs ({table_name})"
             header = ["method"] + [f"{DATASET_TITLES[d]} {c}" for d in paraphrase for c in ("Pos", "RND", "Diff")]
             rows = [
                 [result.method]
@@ -79,23 +78,23 @@ def tables(results: list[MethodResult], datasets: list[str], paper: bool = True)
             ]
             if paper:
                 rows.append([PAPER_LABEL] + [_number(v, 4 if metric == "ned" else 3) for d in paraphrase for v in PAPER_SBERT[key][d]])
-            lines += _table(header, rows)
+            lines.append((title, header, rows))
     adjustment = [(r.method, r.value("all", "adjustment", "alpha"), r.value("all", "adjustment", "random_ned")) for r in results]
     if any(a is not None for _, a, _ in adjustment):
-        lines += ["### Adjustment factors (Eq. 1 α; Eq. 2 mean random-pair NED)", ""]
-        lines += _table(["method", "α", "mean RND NED"], [[m, _number(a, 4), _number(b, 4)] for m, a, b in adjustment])
+        lines.append(("Adjustment factors (Eq. 1 α; Eq. 2 mean random-pair NED)", ["method", "α", "mean RND NED"],
+                      [[m, _number(a, 4), _number(b, 4)] for m, a, b in adjustment]))
     synonym = _datasets_with(results, "c2", datasets)
     if synonym:
         for metric, title, key in (("sim", "α-adjusted mean cosine (Table 4)", "c2_sim"), ("ned", "β-adjusted mean NED (Table 8)", "c2_ned")):
-            lines += [f"### Criterion 2: synonym replacement — {title}", ""]
+            title = f"Criterion 2: synonym replacement — {title}"
             header = ["method"] + [f"{DATASET_TITLES[d]} n={n}" for d in synonym for n in N_VALUES]
             rows = [[r.method] + [_number(r.value(d, f"c2/n={n}", f"{metric}_adjusted")) for d in synonym for n in N_VALUES] for r in results]
             rows += [[f"{r.method} (raw)"] + [_number(r.value(d, f"c2/n={n}", f"{metric}_mean")) for d in synonym for n in N_VALUES] for r in results]
             if paper:
                 rows.append([PAPER_LABEL] + [_number(v) for d in synonym for v in PAPER_SBERT[key][d]])
-            lines += _table(header, rows)
+            lines.append((title, header, rows))
     if any(r.value("afin", "c4", "sim_mean") is not None for r in results):
-        lines += ["### Criterion 4: paraphrase without negation, AFIN (Tables 5 and 9)", ""]
+        title = "Criterion 4: paraphrase without negation, AFIN (Tables 5 and 9)"
         header = ["method", "adjusted Sim (α)", "raw Sim", "adjusted NED (β)", "raw NED", "pairs"]
         rows = [
             [
@@ -110,7 +109,7 @@ def tables(results: list[MethodResult], datasets: list[str], paper: bool = True)
         ]
         if paper:
             rows.append([PAPER_LABEL, _number(PAPER_SBERT["c4_sim"]), "–", _number(PAPER_SBERT["c4_ned"]), "–", "–"])
-        lines += _table(header, rows)
+        lines.append((title, header, rows))
     for criterion, subsets, title in (
         ("c3", ["c3"], "Criterion 3: paraphrase vs antonym replacement (Figures 1, 4–9)"),
         ("c5", [f"c5/n={n}" for n in N_VALUES], "Criterion 5: paraphrase vs jumbling (Figures 2, 3, 10–21)"),
@@ -118,7 +117,7 @@ def tables(results: list[MethodResult], datasets: list[str], paper: bool = True)
         present = _datasets_with(results, criterion, datasets)
         if not present:
             continue
-        lines += [f"### {title} — mean margin / % passing averaged over the ε grid / % with margin > 0", ""]
+        title = f"{title} — mean margin / % passing averaged over the ε grid / % with margin > 0"
         header = ["method", "metric"] + [f"{DATASET_TITLES[d]} {s.split('/')[-1] if '/' in s else ''}".strip() for d in present for s in subsets]
         rows = []
         for r in results:
@@ -134,16 +133,27 @@ def tables(results: list[MethodResult], datasets: list[str], paper: bool = True)
                         )
                 if any(c != "–" for c in cells):
                     rows.append([r.method, metric] + cells)
-        lines += _table(header, rows)
+        lines.append((title, header, rows))
     return lines
+
+
+def tables(results: list[MethodResult], datasets: list[str], paper: bool = True, output_format: str = "markdown") -> str:
+    """Every table of :func:`sections`, each under its title, in ``table`` or ``markdown`` format."""
+    blocks = []
+    for title, header, rows in sections(results, datasets, paper=paper):
+        heading = f"### {title}" if output_format == "markdown" else f"{title}\n{'=' * min(len(title), 100)}"
+        blocks.append(f"{heading}\n\n{render(header, rows, output_format)}\n")
+    return "\n".join(blocks)
 
 
 def _percent(value: float | None) -> float | None:
     return None if value is None else 100.0 * value
 
 
-def histogram(results: list[MethodResult], dataset: str, subset: str, metric: str, path: Path) -> bool:
-    """One PNG overlaying every method's margin histogram for (dataset, subset, metric); False if no data."""
+def histogram_figure(results: list[MethodResult], dataset: str, subset: str, metric: str,
+                     colours: dict[str, str] | None = None, size: tuple[float, float] = (8, 4.5)):
+    """A matplotlib figure overlaying every method's margin histogram for (dataset, subset, metric), each
+    method in its colour from ``colours``; None when no method has margins there."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -151,22 +161,34 @@ def histogram(results: list[MethodResult], dataset: str, subset: str, metric: st
 
     series = [(r.method, r.margins[(dataset, subset, metric)]) for r in results if (dataset, subset, metric) in r.margins]
     if not series:
-        return False
+        return None
     width, limit = (0.05, 1.0) if metric == "sim" else (0.025, 0.5)
     bins = np.arange(-limit, limit + width / 2, width)
-    figure, axes = plt.subplots(figsize=(8, 4.5))
+    figure, axes = plt.subplots(figsize=size)
     for method, margins in series:
-        axes.hist(np.clip(margins, -limit, limit), bins=bins, histtype="step", linewidth=1.6, label=f"{method} (n={len(margins)})")
+        axes.hist(np.clip(margins, -limit, limit), bins=bins, histtype="step", linewidth=1.6,
+                  label=f"{method} (n={len(margins)})", color=(colours or {}).get(method))
     axes.axvline(0.0, color="black", linewidth=0.8, linestyle="--")
     criterion = subset.split("/")[0]
     detail = f", {subset.split('/')[1]}" if "/" in subset else ""
-    axes.set_title(f"{criterion.upper()}{detail} on {DATASET_TITLES.get(dataset, dataset)}: {MARGIN_LABELS[(criterion, metric)]}")
+    axes.set_title(f"{criterion.upper()}{detail} on {DATASET_TITLES.get(dataset, dataset)}: {MARGIN_LABELS[(criterion, metric)]}",
+                   fontsize=9)
     axes.set_xlabel("margin ε (positive = aligned with the human expectation)")
     axes.set_ylabel("items per bin")
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the plot, not on it
     figure.tight_layout()
+    return figure
+
+
+def histogram(results: list[MethodResult], dataset: str, subset: str, metric: str, path: Path) -> bool:
+    """One PNG overlaying every method's margin histogram for (dataset, subset, metric); False if no data."""
+    import matplotlib.pyplot as plt
+
+    figure = histogram_figure(results, dataset, subset, metric)
+    if figure is None:
+        return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(figure)
     return True
 
@@ -188,8 +210,8 @@ def write_report(
             counts = ", ".join(f"{k}: {v}" for k, v in summary["counts"].items())
             skipped = ", ".join(f"{k}: {v}" for k, v in summary["skipped"].items()) or "–"
             rows.append([DATASET_TITLES.get(dataset, dataset), counts, skipped])
-        lines += _table(["dataset", "items", "skipped (no replaceable word / too short)"], rows)
-    lines += ["## Tables", ""] + tables(results, datasets, paper=paper)
+        lines += [render(["dataset", "items", "skipped (no replaceable word / too short)"], rows, "markdown"), ""]
+    lines += ["## Tables", "", tables(results, datasets, paper=paper)]
     figure_lines = []
     keys = sorted({key for r in results for key in r.margins})
     for dataset, subset, metric in keys:

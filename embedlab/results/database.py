@@ -64,6 +64,22 @@ def code_version() -> str:
     return f"{version}+{commit}{'.dirty' if dirty else ''}" if commit else version
 
 
+# PRAGMA user_version of the current layout. 1: classification accuracies are fractions 0–1 (the one
+# unit convention, evaluation/base.py UNITS); version 0 files stored them in percent.
+SCHEMA_VERSION = 1
+
+
+def _migrate(connection: sqlite3.Connection, existed: bool) -> None:
+    """Bring a database written by an older embedlab to :data:`SCHEMA_VERSION`, in the same transaction,
+    so that stored results are never reused in another unit than fresh ones."""
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if existed and version < 1:
+        connection.execute("UPDATE results SET value = value / 100 WHERE task = 'classification' "
+                           "AND metric IN ('accuracy', 'dev_accuracy')")
+    if version < SCHEMA_VERSION:
+        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
 def default_path() -> Path:
     """``$EMBEDLAB_RESULTS`` or ``./embedlab_results.sqlite``."""
     configured = os.environ.get("EMBEDLAB_RESULTS")
@@ -82,7 +98,9 @@ class ResultsDB:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # One short-lived connection per call keeps the object safe to share and the file closed between runs.
         with self._connect() as connection:
+            existed = connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'results'").fetchone() is not None
             connection.executescript(_SCHEMA)
+            _migrate(connection, existed)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

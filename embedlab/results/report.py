@@ -1,6 +1,14 @@
-"""Tables of results (methods as columns) and a single-file offline HTML report with matplotlib plots.
+"""The shareable evaluation report: one offline HTML file (plots inline as PNG data URIs, no script, no
+network) that a researcher can send as it is.
 
-The HTML embeds every plot as a base64 PNG and needs no server, script or network to read.
+What makes it readable: each method keeps one colour in every plot and table (assigned by method spec,
+in the order methods first appear); plots zoom to the data and label every value, with legends beside
+the axes rather than over the bars; a section whose metric has one value per method gets a compact
+plot; the best value of each table row is bold for every method that reaches it (ties alike); every
+metric is described with its unit and better direction (read from the tasks' declarations); methods that
+sweep ``layers=`` get a layer curve; ALIGN-SIM gets its criterion tables and ε-histograms. The header
+states the provenance — code version, seeds, model fingerprints, task settings and the command — rather
+than machine paths.
 """
 
 from __future__ import annotations
@@ -8,99 +16,42 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import math
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from embedlab.evaluation import metric_of
+from embedlab.evaluation import TASK_FAMILIES, metric_of
+from embedlab.evaluation.base import UNITS
 from embedlab.evaluation.records import Record
 from embedlab.results.summaries import headline_records
+from embedlab.results.tables import format_value, methods_of, pivot, pivot_cells
+
+# Tableau 10, then its lighter half: distinct for up to 20 methods, then repeated.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+           "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5")
+_LAYER_OPTION = re.compile(r"(?<=[:,])layers=(\d+)(?=,|$)")
 
 
-def methods_of(records: Iterable[Record]) -> list[str]:
-    return list(dict.fromkeys(r.method for r in records))
+def method_colours(methods: Sequence[str]) -> dict[str, str]:
+    """One colour per method spec, the same in every section of a report."""
+    return {method: PALETTE[index % len(PALETTE)] for index, method in enumerate(dict.fromkeys(methods))}
 
 
-def pivot(records: Sequence[Record]) -> tuple[list[str], list[tuple[tuple[str, str, str, str], dict[str, Record]]]]:
-    """(methods, rows): one row per (task, dataset, subset, metric), one column per method, in input order."""
-    methods = methods_of(records)
-    rows: dict[tuple[str, str, str, str], dict[str, Record]] = {}
-    for record in records:
-        rows.setdefault((record.task, record.dataset, record.subset, record.metric), {})[record.method] = record
-    return methods, list(rows.items())
+@dataclass
+class Provenance:
+    """Where the numbers come from: the rows of :meth:`ResultsDB.provenance` (fingerprint, code version,
+    seed, settings per record), the command that wrote the report, and the database's file name."""
+
+    rows: list[dict] = field(default_factory=list)
+    command: str = ""
+    source: str = ""
 
 
-def format_value(task: str, metric: str, value: float) -> str:
-    """A table cell, styled by the task's declaration of the metric (counts, small rates, plain numbers)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "nan"
-    style = metric_of(task, metric).style
-    if style == "count" or (float(value).is_integer() and abs(value) >= 1000):
-        return f"{int(round(value)):,}"
-    if style == "rate":
-        return f"{value:.2e}"
-    if abs(value) >= 10:
-        return f"{value:.2f}"
-    return f"{value:.4f}"
-
-
-def _table_cells(records: Sequence[Record]) -> tuple[list[str], list[list[str]]]:
-    methods, rows = pivot(records)
-    header = ["task", "dataset", "subset", "metric", *methods, "n"]
-    body = []
-    for (task, dataset, subset, metric), by_method in rows:
-        n = next(iter(by_method.values())).n
-        values = [format_value(task, metric, by_method[m].value) if m in by_method else "" for m in methods]
-        body.append([task, dataset, subset, metric, *values, f"{n:,}"])
-    return header, body
-
-
-def text_table(records: Sequence[Record]) -> str:
-    """Aligned plain-text table, methods as columns."""
-    if not records:
-        return "(no results)"
-    header, body = _table_cells(records)
-    widths = [max(len(row[k]) for row in [header, *body]) for k in range(len(header))]
-    numeric_from = 4
-    lines = []
-    for row in [header, *body]:
-        cells = [cell.rjust(widths[k]) if k >= numeric_from else cell.ljust(widths[k]) for k, cell in enumerate(row)]
-        lines.append("  ".join(cells).rstrip())
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def markdown_table(records: Sequence[Record]) -> str:
-    """GitHub-flavoured markdown table, methods as columns."""
-    if not records:
-        return "(no results)"
-    header, body = _table_cells(records)
-    escape = lambda cell: cell.replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(escape(c) for c in header) + " |",
-             "|" + "|".join("---" if k < 4 else "---:" for k in range(len(header))) + "|"]
-    lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in body]
-    return "\n".join(lines)
-
-
-def _html_table(records: Sequence[Record]) -> str:
-    header, body = _table_cells(records)
-    methods, rows = pivot(records)
-    out = ["<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead><tbody>"]
-    for cells, ((task, _, _, metric), by_method) in zip(body, rows):
-        values = {m: by_method[m].value for m in methods if m in by_method and not math.isnan(by_method[m].value)}
-        better = metric_of(task, metric).better
-        best = None
-        if len(values) > 1 and better:
-            best = (min if better == "lower" else max)(values, key=values.get)
-        tds = []
-        for k, cell in enumerate(cells):
-            is_best = 4 <= k < 4 + len(methods) and methods[k - 4] == best
-            klass = ' class="best"' if is_best else (' class="num"' if k >= 4 else "")
-            tds.append(f"<td{klass}>{html.escape(cell)}</td>")
-        out.append("<tr>" + "".join(tds) + "</tr>")
-    out.append("</tbody></table>")
-    return "\n".join(out)
+# ---------------------------------------------------------------------------------------------- plots
 
 
 def _png(figure) -> str:
@@ -112,93 +63,328 @@ def _png(figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _bar_plot(task: str, metric: str, chosen: Sequence[Record]) -> str:
-    """Grouped bars of one headline metric: one group per dataset/subset, one bar per method."""
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _zoomed(values: list[float]) -> tuple[float, float]:
+    """Axis limits around the data (not from 0), so that 0.8203 and 0.8155 look different, with room
+    for the value labels."""
+    low, high = min(values), max(values)
+    span = high - low or max(abs(high) * 0.05, 0.01)
+    return low - 0.35 * span, high + 0.3 * span
+
+
+def _label(task: str, metric: str) -> str:
+    declared = metric_of(task, metric)
+    direction = {"higher": ", higher is better", "lower": ", lower is better"}.get(declared.better, "")
+    return f"{metric} ({declared.unit}{direction})"
+
+
+def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[str, str]) -> str:
+    """Bars of one headline metric, one per method, grouped by dataset/subset; compact horizontal bars
+    when there is one group (a single value per method)."""
     import numpy as np
 
-    methods = methods_of(chosen)
+    plt = _pyplot()
+    methods = [m for m in colours if any(r.method == m for r in chosen)]
     groups = list(dict.fromkeys((r.dataset, r.subset) for r in chosen))
     values = {(r.dataset, r.subset, r.method): r.value for r in chosen}
-    figure, axis = plt.subplots(figsize=(max(5.0, 0.9 * len(groups) * max(1, len(methods)) ** 0.5 + 2), 3.4))
+    log_scale = metric_of(task, metric).style == "rate" and all(v > 0 for v in values.values())
+    low, high = _zoomed(list(values.values()))
+    if log_scale:
+        low, high = min(values.values()) / 1.6, max(values.values()) * 1.6
+    if len(groups) == 1:  # compact: one value per method
+        (dataset, subset), = groups
+        figure, axis = plt.subplots(figsize=(5.2, 0.32 * len(methods) + 0.9))
+        heights = [values[(dataset, subset, m)] for m in methods]
+        base = 0.0 if log_scale else low
+        bars = axis.barh(range(len(methods)), [h - base for h in heights], left=base, height=0.6,
+                         color=[colours[m] for m in methods])
+        axis.bar_label(bars, labels=[format_value(task, metric, h) for h in heights], padding=3, fontsize=7)
+        axis.set_yticks(range(len(methods)), methods, fontsize=7)
+        axis.invert_yaxis()
+        axis.set_xlim(low, high)
+        if log_scale:
+            axis.set_xscale("log")
+        axis.set_xlabel(_label(task, metric), fontsize=8)
+        axis.set_title(f"{task} {dataset} ({subset})", fontsize=9)
+        axis.grid(axis="x", alpha=0.3)
+        return _png(figure)
+    figure, axis = plt.subplots(figsize=(max(5.0, 0.55 * len(groups) * max(1, len(methods)) ** 0.7 + 2), 3.4))
     width = 0.8 / len(methods)
     positions = np.arange(len(groups))
+    base = 0.0 if log_scale else low
     for k, method in enumerate(methods):
         heights = [values.get((d, s, method), np.nan) for d, s in groups]
-        axis.bar(positions + k * width - 0.4 + width / 2, heights, width, label=method)
+        bars = axis.bar(positions + k * width - 0.4 + width / 2, [h - base for h in heights], width, bottom=base,
+                        label=method, color=colours[method])
+        axis.bar_label(bars, labels=["" if math.isnan(h) else format_value(task, metric, h) for h in heights],
+                       padding=2, fontsize=6, rotation=90 if len(methods) > 2 else 0)
     labels = [d if s in ("all", "test", "train", "similarity") else f"{d}\n{s}" for d, s in groups]
-    axis.set_xticks(positions, labels, rotation=30 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center",
-                    fontsize=8)
-    axis.set_ylabel(metric)
-    if metric_of(task, metric).style == "rate" and all(values[k] > 0 for k in values):
+    rotate = len(groups) > 4
+    axis.set_xticks(positions, labels, rotation=30 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
+    axis.set_ylim(low, high + (high - low) * (0.25 if len(methods) > 2 else 0))
+    if log_scale:
         axis.set_yscale("log")
-    axis.set_title(f"{task}: {metric}" + (" (lower is better)" if metric_of(task, metric).lower_is_better else ""))
-    axis.legend(fontsize=7, loc="best")
+    axis.set_ylabel(_label(task, metric), fontsize=8)
+    axis.set_title(f"{task}: {metric}", fontsize=9)
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars
     axis.grid(axis="y", alpha=0.3)
     return _png(figure)
 
 
-def _alignment_plot(records: Sequence[Record]) -> str | None:
-    import matplotlib
+def layer_sweeps(records: Sequence[Record]) -> dict[str, dict[int, str]]:
+    """Methods that differ only in a single ``layers=N`` option: {spec with ``layers=*``: {N: spec}}, for
+    sweeps of at least three layers."""
+    sweeps: dict[str, dict[int, str]] = {}
+    for method in methods_of(records):
+        match = _LAYER_OPTION.search(method)
+        if match:
+            sweeps.setdefault(_LAYER_OPTION.sub("layers=*", method), {})[int(match.group(1))] = method
+    return {base: dict(sorted(layers.items())) for base, layers in sweeps.items() if len(layers) >= 3}
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    points = {}
+def _layer_plot(task: str, metric: str, chosen: Sequence[Record], sweeps: dict[str, dict[int, str]]) -> str | None:
+    """The headline metric against the layer, one line per (sweep, dataset)."""
+    plt = _pyplot()
+    values = {(r.method, r.dataset, r.subset): r.value for r in chosen}
+    groups = list(dict.fromkeys((r.dataset, r.subset) for r in chosen))
+    lines = []
+    for base, layers in sweeps.items():
+        for dataset, subset in groups:
+            points = [(layer, values[(spec, dataset, subset)]) for layer, spec in layers.items() if (spec, dataset, subset) in values]
+            if len(points) >= 3:
+                lines.append((f"{base} · {dataset}", points))
+    if not lines:
+        return None
+    figure, axis = plt.subplots(figsize=(5.6, 3.2))
+    for index, (name, points) in enumerate(lines):
+        layers, scores = zip(*points)
+        axis.plot(layers, scores, marker="o", label=name, color=PALETTE[index % len(PALETTE)])
+        for layer, score in points:
+            axis.annotate(format_value(task, metric, score), (layer, score), textcoords="offset points", xytext=(0, 4),
+                          ha="center", fontsize=6)
+    axis.set_ylim(*_zoomed([score for _, points in lines for _, score in points]))
+    axis.set_xlabel("layer")
+    axis.set_ylabel(_label(task, metric), fontsize=8)
+    axis.set_title(f"{task}: {metric} by layer", fontsize=9)
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    axis.grid(alpha=0.3)
+    return _png(figure)
+
+
+def _alignment_plot(records: Sequence[Record], colours: dict[str, str]) -> str | None:
+    plt = _pyplot()
+    points: dict[str, dict[str, float]] = {}
     for r in records:
         if r.task == "alignment" and r.metric in ("alignment", "uniformity"):
             points.setdefault(r.method, {})[r.metric] = r.value
     points = {m: p for m, p in points.items() if len(p) == 2}
     if not points:
         return None
-    figure, axis = plt.subplots(figsize=(5, 3.6))
+    figure, axis = plt.subplots(figsize=(5, 3.4))
     for method, p in points.items():
-        axis.scatter(p["uniformity"], p["alignment"], label=method)
-    axis.set_xlabel("uniformity (Eq. 9, lower is better)")
-    axis.set_ylabel("alignment (Eq. 8, lower is better)")
-    axis.legend(fontsize=7)
+        axis.scatter(p["uniformity"], p["alignment"], label=method, color=colours[method])
+        axis.annotate(f"({p['uniformity']:.3f}, {p['alignment']:.3f})", (p["uniformity"], p["alignment"]),
+                      textcoords="offset points", xytext=(4, 4), fontsize=6)
+    axis.set_xlabel("uniformity (Eq. 9, lower is better)", fontsize=8)
+    axis.set_ylabel("alignment (Eq. 8, lower is better)", fontsize=8)
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     axis.grid(alpha=0.3)
     return _png(figure)
 
 
+# --------------------------------------------------------------------------------------------- tables
+
+
+def _swatch(method: str, colours: dict[str, str]) -> str:
+    return f"<span class='swatch' style='background:{colours[method]}'></span>"
+
+
+def _html_table(records: Sequence[Record], colours: dict[str, str]) -> str:
+    """Methods as columns (each headed with its colour); in each row every method whose printed value is
+    the best one is bold, so ties are marked alike."""
+    header, body = pivot_cells(records)
+    methods, rows = pivot(records)
+    heads = [f"<th>{_swatch(h, colours)}{html.escape(h)}</th>" if 4 <= k < 4 + len(methods) else f"<th>{html.escape(h)}</th>"
+             for k, h in enumerate(header)]
+    out = ["<table><thead><tr>" + "".join(heads) + "</tr></thead><tbody>"]
+    for cells, ((task, _, _, metric), by_method) in zip(body, rows):
+        shown = {m: cells[4 + k] for k, m in enumerate(methods) if m in by_method and not math.isnan(by_method[m].value)}
+        better = metric_of(task, metric).better
+        best: set[str] = set()
+        if len(shown) > 1 and better:
+            pick = min if better == "lower" else max
+            best_value = pick(by_method[m].value for m in shown)
+            best_text = format_value(task, metric, best_value)
+            best = {m for m, text in shown.items() if text == best_text}
+            if len(best) == len(shown):
+                best = set()  # everyone equal: nothing stands out
+        tds = []
+        for k, cell in enumerate(cells):
+            is_best = 4 <= k < 4 + len(methods) and methods[k - 4] in best
+            klass = ' class="best"' if is_best else (' class="num"' if k >= 4 else "")
+            tds.append(f"<td{klass}>{html.escape(cell)}</td>")
+        out.append("<tr>" + "".join(tds) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _plain_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["<table><thead><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr></thead><tbody>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td class='num'>{html.escape(str(c))}</td>" if k else f"<td>{html.escape(str(c))}</td>"
+                                    for k, c in enumerate(row)) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _metric_notes(task: str, records: Sequence[Record]) -> str:
+    """What every metric of the section means: description, unit, better direction."""
+    items = []
+    for metric in dict.fromkeys(r.metric for r in records):
+        declared = metric_of(task, metric)
+        direction = {"higher": "higher is better", "lower": "lower is better"}.get(declared.better, "descriptive (neither better)")
+        description = declared.description or "not declared by this version's task"
+        items.append(f"<li><code>{html.escape(metric)}</code>: {html.escape(description)} "
+                     f"<span class='meta'>[unit: {html.escape(declared.unit)} — {html.escape(UNITS[declared.unit])}; "
+                     f"{direction}]</span></li>")
+    return "<details><summary>Metrics: what each number means</summary><ul class='metrics'>" + "".join(items) + "</ul></details>"
+
+
+def _img(image: str, alt: str, klass: str = "") -> str:
+    return f"<img class='{klass}' alt='{html.escape(alt)}' src='data:image/png;base64,{image}'>"
+
+
+# --------------------------------------------------------------------------------------------- ALIGN-SIM
+
+
+def _alignsim_section(records: Sequence[Record], provenance: Provenance, colours: dict[str, str]) -> list[str]:
+    """The paper's criterion tables and, where the margins are still in the cache, the ε-histograms."""
+    from embedlab.evaluation.alignsim.task import MethodResult, stored_margins
+    from embedlab.results.alignsim_report import DATASET_TITLES, histogram_figure, sections
+
+    datasets = [d for d in DATASET_TITLES if any(r.dataset == d for r in records)]
+    origin = {(row["method"], row["dataset"]): row for row in provenance.rows if row["task"] == "alignsim"}
+    results = []
+    for method in methods_of(records):
+        result = MethodResult(method, [r for r in records if r.method == method])
+        for dataset in datasets:
+            row = origin.get((method, dataset))
+            if row is not None:
+                result.margins.update(stored_margins(method, row["fingerprint"], dataset, (row["extra"] or {}).get("settings", {})))
+        results.append(result)
+    parts = []
+    for title, header, rows in sections(results, datasets, paper=True):
+        parts.append(f"<h3>{html.escape(title)}</h3>")
+        parts.append(_plain_table(header, rows))
+    keys = sorted({key for result in results for key in result.margins})
+    if keys:
+        parts.append("<h3>ε-histograms: per-item margins (positive = aligned with the human expectation)</h3>")
+        for dataset, subset, metric in keys:
+            figure = histogram_figure(results, dataset, subset, metric, colours, size=(6.4, 2.9))
+            if figure is not None:
+                parts.append(_img(_png(figure), f"alignsim {subset} {dataset} {metric} histogram", "half"))
+    elif records:
+        parts.append("<p class='meta'>ε-histograms: the per-item margins are not in this machine's cache "
+                     "(rerun <code>embedlab alignsim</code> to draw them).</p>")
+    return parts
+
+
+# --------------------------------------------------------------------------------------------- page
+
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; }
-th { background: #f0f0f0; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.best { text-align: right; font-weight: bold; background: #e6f4e6; }
-img { max-width: 100%; } h2 { border-bottom: 1px solid #ddd; } .meta { color: #666; font-size: 0.85em; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
+table { border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.8em; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; } th { background: #f3f3f3; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.best { text-align: right; font-weight: bold; background: #e6f4e6; font-variant-numeric: tabular-nums; }
+img { max-width: 100%; margin: 0.3em 0.6em 0.3em 0; vertical-align: top; } img.half { max-width: 49%; }
+h2 { border-bottom: 1px solid #ddd; margin-top: 2em; } h3 { font-size: 1em; margin-bottom: 0.2em; }
+.meta { color: #666; font-size: 0.85em; } .swatch { display: inline-block; width: 0.8em; height: 0.8em;
+  margin-right: 0.35em; border-radius: 2px; vertical-align: baseline; } ul.metrics { font-size: 0.85em; }
+details { margin: 0.4em 0; } code { font-size: 0.95em; }
 """
 
 
-def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation report", provenance: str = "") -> str:
-    """One self-contained HTML page: a section per task with its table and plot."""
+def _provenance_section(records: Sequence[Record], provenance: Provenance, colours: dict[str, str]) -> str:
+    by_method: dict[str, dict[str, set]] = {}
+    for row in provenance.rows:
+        entry = by_method.setdefault(row["method"], {"fingerprint": set(), "code_version": set(), "seed": set(), "settings": set()})
+        entry["fingerprint"].add(row["fingerprint"])
+        entry["code_version"].add(row["code_version"])
+        entry["seed"].add(str(row["seed"]))
+        settings = (row["extra"] or {}).get("settings")
+        if settings:
+            entry["settings"].add(f"{row['task']}: {json.dumps(settings, sort_keys=True)}")
+    rows = []
+    for method in methods_of(records):
+        entry = by_method.get(method)
+        if entry is None:
+            rows.append(f"<tr><td>{_swatch(method, colours)}<code>{html.escape(method)}</code></td><td colspan='4'>–</td></tr>")
+            continue
+        cells = [", ".join(sorted(entry[key])) or "defaults" for key in ("fingerprint", "code_version", "seed", "settings")]
+        rows.append(f"<tr><td>{_swatch(method, colours)}<code>{html.escape(method)}</code></td>"
+                    + "".join(f"<td><code>{html.escape(cell)}</code></td>" for cell in cells) + "</tr>")
+    command = f"<p>Written by <code>{html.escape(provenance.command)}</code>" if provenance.command else "<p>"
+    source = f" from <code>{html.escape(provenance.source)}</code>" if provenance.source else ""
+    return (f"<h2>Methods and provenance</h2>{command}{source} on {datetime.now(timezone.utc):%Y-%m-%d}; "
+            f"{len(records)} records. Each method keeps its colour in every plot and table; the best value of "
+            "each row is bold (every method that reaches it).</p>"
+            "<table><thead><tr><th>method</th><th>model fingerprint</th><th>code version</th><th>seed</th>"
+            "<th>task settings (non-default)</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation report",
+                provenance: Provenance | None = None) -> str:
+    """One self-contained HTML page: provenance, then a section per task with its plots and table."""
     records = list(records)
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
-             f"<p class='meta'>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}; "
-             f"{len(records)} records; methods: {html.escape(', '.join(methods_of(records)) or '-')}. "
-             f"{html.escape(provenance)} Best value per row in bold.</p>"]
+    provenance = provenance or Provenance()
+    colours = method_colours(methods_of(records))
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
     if not records:
         parts.append("<p>No results.</p>")
+    else:
+        parts.append(_provenance_section(records, provenance, colours))
+    sweeps = layer_sweeps(records)
     for task in dict.fromkeys(r.task for r in records):
         task_records = [r for r in records if r.task == task]
+        family = TASK_FAMILIES.get(task)
         parts.append(f"<h2>{html.escape(task)}</h2>")
+        if family is not None and family.description:
+            parts.append(f"<p class='meta'>{html.escape(family.description)}</p>")
         headlines = [r for r in headline_records(task_records) if not math.isnan(r.value)]
-        images = [_bar_plot(task, metric, [r for r in headlines if r.metric == metric])
-                  for metric in dict.fromkeys(r.metric for r in headlines)]  # ALIGN-SIM: one per kind of dataset
-        for image in images + [_alignment_plot(task_records) if task == "alignment" else None]:
-            if image:
-                parts.append(f"<img alt='{html.escape(task)} plot' src='data:image/png;base64,{image}'>")
-        parts.append(_html_table(task_records))
+        if task != "alignsim":
+            for metric in dict.fromkeys(r.metric for r in headlines):
+                chosen = [r for r in headlines if r.metric == metric]
+                parts.append(_img(_bar_plot(task, metric, chosen, colours), f"{task} {metric} by method"))
+                curve = _layer_plot(task, metric, chosen, sweeps) if sweeps else None
+                if curve:
+                    parts.append(_img(curve, f"{task} {metric} by layer"))
+        if task == "alignment":
+            scatter = _alignment_plot(task_records, colours)
+            if scatter:
+                parts.append(_img(scatter, "alignment against uniformity"))
+        parts.append(_metric_notes(task, task_records))
+        if task == "alignsim":
+            parts += _alignsim_section(task_records, provenance, colours)
+            parts.append(f"<details><summary>All {len(task_records)} ALIGN-SIM records</summary>"
+                         f"{_html_table(task_records, colours)}</details>")
+        else:
+            parts.append(_html_table(task_records, colours))
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
 def write_report(records: Sequence[Record], out: str | Path, **options) -> Path:
+    """Write :func:`html_report` to ``out`` (folders created); the path written."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html_report(records, **options), encoding="utf-8")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from embedlab import runtime
 from embedlab.data.wikitext import wikitext2_paragraphs
 from embedlab.neural.head import HeadError, IGNORE_LABEL, MaskedLM, load_masked_lm, untrained_head_tensors
 from embedlab.runtime import ArrayStore, atomic_write_bytes, cache_key
@@ -88,7 +89,7 @@ class HeadTrainingConfig:
         return json.dumps(self.__dict__, sort_keys=True)
 
 
-def masked_features(masked_lm: MaskedLM, split: str, config: HeadTrainingConfig, seed: int, max_tokens: int, show_progress: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def masked_features(masked_lm: MaskedLM, split: str, config: HeadTrainingConfig, seed: int, max_tokens: int, show_progress: bool | None) -> tuple[torch.Tensor, torch.Tensor]:
     """Encoder outputs at the masked positions of a fixed masking of a WikiText-2 split, cached on disk."""
     store = ArrayStore("mlm_head")
     key = cache_key("masked-features", masked_lm.fingerprint, split, config.block_tokens, max_tokens, seed)
@@ -101,7 +102,7 @@ def masked_features(masked_lm: MaskedLM, split: str, config: HeadTrainingConfig,
     return hidden_tensor, label_tensor
 
 
-def _encode_masked(masked_lm: MaskedLM, split: str, block_tokens: int, seed: int, max_tokens: int, show_progress: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def _encode_masked(masked_lm: MaskedLM, split: str, block_tokens: int, seed: int, max_tokens: int, show_progress: bool | None) -> tuple[torch.Tensor, torch.Tensor]:
     """Run the frozen encoder over one seeded masking of ``split``; keep the states at the masked positions."""
     from tqdm.auto import tqdm
 
@@ -112,7 +113,7 @@ def _encode_masked(masked_lm: MaskedLM, split: str, block_tokens: int, seed: int
     encoder = masked_lm.model.bert
     step = 32
     with torch.inference_mode():
-        for start in tqdm(range(0, len(inputs), step), desc=f"encoding WikiText-2 {split}", disable=not show_progress):
+        for start in tqdm(range(0, len(inputs), step), desc=f"encoding WikiText-2 {split}", disable=not runtime.show_progress(show_progress)):
             batch_inputs = inputs[start : start + step]
             batch_labels = labels[start : start + step]
             states = encoder(input_ids=batch_inputs, attention_mask=torch.ones_like(batch_inputs)).last_hidden_state
@@ -214,14 +215,15 @@ def train_head(
     config: HeadTrainingConfig,
     checkpoint_dir: Path | None = None,
     command: str = "",
-    show_progress: bool = True,
+    show_progress: bool | None = None,
     log: Callable[[str], None] = print,
 ) -> HeadTrainingResult:
     """Train the head transform and output bias of ``config.model`` with its encoder frozen.
 
     Deterministic for a given config (seeded masking, initialisation and batch order; fixed thread
     count). After every epoch the head, the AdamW state and the history are checkpointed (safetensors)
-    so an interrupted run resumes where it stopped and ends with the same head.
+    so an interrupted run resumes where it stopped and ends with the same head. ``show_progress``: None
+    draws the bars when stderr is a terminal (see :func:`embedlab.runtime.show_progress`).
     """
     from tqdm.auto import tqdm
 
@@ -269,7 +271,7 @@ def train_head(
         order = torch.randperm(len(train_labels), generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
         running = 0.0
         started = time.perf_counter()
-        progress = tqdm(range(steps_per_epoch), desc=f"head epoch {epoch + 1}/{config.epochs}", disable=not show_progress)
+        progress = tqdm(range(steps_per_epoch), desc=f"head epoch {epoch + 1}/{config.epochs}", disable=not runtime.show_progress(show_progress))
         for step in progress:
             chosen = order[step * config.batch_size : (step + 1) * config.batch_size]
             logits = head(train_hidden[chosen])

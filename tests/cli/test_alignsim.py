@@ -11,7 +11,7 @@ from alignsim_helpers import JaccardPairwise, load_minilm
 from fakes import isolated_eval_cache  # noqa: F401 (autouse fixture)
 
 from embedlab.cli.alignsim import add_cli, run_cli
-from embedlab.evaluation.records import RECORD_KEYS
+from embedlab.results.tables import RECORD_COLUMNS
 from embedlab.results.database import ResultsDB
 
 
@@ -35,7 +35,7 @@ def test_json_output_records_database_and_report(tmp_path, capsys, st_minilm):
     assert run_cli(args, load_method=lambda spec: st_minilm, open_db=lambda path: database) == 0
     output = capsys.readouterr()
     lines = [json.loads(line) for line in output.out.splitlines()]
-    assert lines and all(tuple(line) == RECORD_KEYS for line in lines)
+    assert lines and all(tuple(line) == RECORD_COLUMNS for line in lines)
     # α needs QQP and PAWS random pairs too, but only the asked-for datasets are reported
     assert {line["dataset"] for line in lines} == {"mrpc", "afin", "all"}
     assert {line["subset"] for line in lines} == {"c1", "c4", "adjustment"}
@@ -66,6 +66,9 @@ def test_pairwise_method_table_output(tmp_path, capsys):
     assert run_cli(args, load_method=lambda spec: JaccardPairwise()) == 0
     output = capsys.readouterr().out
     assert "Criterion 5" in output and "test:jaccard" in output
+    assert "|" not in output  # --format table (the default) is a plain aligned table, not markdown
+    header = next(line for line in output.splitlines() if line.startswith("method"))
+    assert header.split()[:2] == ["method", "metric"]
     assert "NED is skipped" in (tmp_path / "report.md").read_text()
     assert (tmp_path / "figures" / "c5_n1_paws_sim.png").exists()
     assert not (tmp_path / "figures" / "c5_n1_paws_ned.png").exists()

@@ -13,7 +13,7 @@ from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture
 from embedlab.cli import evaluate as cli_eval
 from embedlab.cli.app import main
 from embedlab.evaluation import evaluate, parse_tasks
-from embedlab.evaluation.records import RECORD_KEYS
+from embedlab.results.tables import RECORD_COLUMNS
 from embedlab.results.database import ResultsDB
 
 
@@ -45,7 +45,8 @@ def test_eval_json_lines_and_reuse(files, tmp_path: Path, monkeypatch: pytest.Mo
     assert _run(argv) == 0
     captured = capsys.readouterr()
     rows = [json.loads(line) for line in captured.out.splitlines()]
-    assert rows and all(list(row) == list(RECORD_KEYS) for row in rows)
+    assert rows and all(list(row) == list(RECORD_COLUMNS) for row in rows)
+    assert {row["unit"] for row in rows if row["metric"] == "total"} == {"count"}
     assert {(r["method"], r["task"]) for r in rows} == {
         ("fake-a", "pairs"), ("fake-a", "triplets"), ("fake-a", "sts"), ("pair-b", "pairs"), ("pair-b", "sts")}
     assert re.search(r"skip triplets/groups@[0-9a-f]{8} for pair-b", captured.err)  # pairwise method: reported, not failed
@@ -81,6 +82,8 @@ def test_results_and_report(files, tmp_path: Path, capsys) -> None:
     assert _run(["report", "--db", str(db.path), "--out", str(out)]) == 0
     page = out.read_text()
     assert page.count("data:image/png;base64,") == 2 and "<table>" in page and "http" not in page.lower()
+    # provenance: the command and the database's file name, never its folder
+    assert f"embedlab report --db {db.path} --out {out}" in page and str(tmp_path) not in page.replace(str(db.path), "").replace(str(out), "")
     empty = ResultsDB(tmp_path / "empty.sqlite").path
     assert _run(["report", "--db", str(empty), "--out", str(out)]) == 1
 
@@ -118,7 +121,8 @@ def test_results_of_other_settings_are_recomputed_not_reused(tmp_path: Path) -> 
     messages: list[str] = []
     for seed in (0, 1, 1, 0):
         evaluate([method], parse_tasks(f"clustering:@{labelled}", seed=seed), db=db, seed=seed, log=messages.append)
-    assert [m.split()[0] for m in messages] == ["run", "run", "reuse", "run"]
+    assert [m.split()[0] for m in messages if not m.startswith("done ")] == ["run", "run", "reuse", "run"]
+    assert sum(m.startswith("done clustering/labelled@") and " s (1/1 tasks)" in m for m in messages) == 3  # per-task time
     dataset = parse_tasks(f"clustering:@{labelled}")[0].dataset  # the seed is no part of a user file's name
     assert db.settings("settings", "clustering", dataset) == {}  # the last run: default settings
     assert {row["seed"] for row in db.provenance(method="settings")} == {0}  # seed 1's rows were replaced

@@ -60,6 +60,6 @@ def test_user_file_task_and_pairwise_rejected(tmp_path: Path) -> None:
     file.write_text("label,text\n" + "".join(f"{t[:3]},{t}\n" for t in texts))
     records = {r.metric: r for r in ClassificationTask("labels", path=str(file), folds=4, inner_folds=3).run(
         FakeMethod(vectors=vectors))}
-    assert records["accuracy"].value == 100.0 and records["accuracy"].n == 40
+    assert records["accuracy"].value == 1.0 and records["accuracy"].n == 40  # a fraction (the unit convention)
     with pytest.raises(ValueError, match="pairwise"):
         ClassificationTask("labels", path=str(file)).run(FakeMethod(pairwise=True))

@@ -28,10 +28,9 @@ def test_explain_pair_and_table_by_hand():
     # Eq. 2: ½ (.6·1 + .8·3) / 4 + ½ · 1.0
     assert explanation.similarity == pytest.approx(0.5 * 3.0 / 4 + 0.5, abs=1e-6)
     assert explanation.column_first.tolist() == [1]
-    lines = explanation.table().splitlines()
-    assert lines[0] == "similarity 0.8750"
-    assert lines[2].split() == ["x", "0.6000", "1.0000", "z"]
-    assert lines[-1].split() == ["z", "1.0000", "2.0000", "y"]
+    rows = explanation.rows()
+    assert rows[0] == ["A", "x", 0.6, 1.0, "z"]
+    assert rows[-1] == ["B", "z", 1.0, 2.0, "y"]
 
 
 def test_explain_numbers_and_heatmap(tmp_path):

@@ -1,32 +1,15 @@
-"""Tests for embedlab.results.report: tables with methods as columns, styled by the tasks' metric declarations, offline HTML."""
+"""Tests for embedlab.results.report: the shareable offline HTML report (colours, ties, metric notes,
+provenance, layer curves, ALIGN-SIM sections). tests/results/test_report_browser.py opens a real one in
+headless Chromium."""
 
 from __future__ import annotations
 
+import re
+
+from .test_tables import records
+
 from embedlab.evaluation.records import Record
-from embedlab.results.report import html_report, markdown_table, text_table
-
-
-def records() -> list[Record]:
-    """A few records of several tasks and two methods (also used by the summaries tests)."""
-    return [
-        Record("a", "sts", "sts12", "MSRpar", "spearman", 0.5, 750),
-        Record("a", "sts", "sts12", "all", "spearman", 0.7, 3108),
-        Record("a", "sts", "stsb", "test", "spearman", 0.8, 1379),
-        Record("b", "sts", "stsb", "test", "spearman", 0.9, 1379),
-        Record("a", "clustering", "tweet", "all", "accuracy", 0.6, 2472),
-        Record("a", "triplets", "sts", "all", "error", 0.002, 455624),
-        Record("b", "triplets", "sts", "all", "error", 0.001, 455624),
-    ]
-
-
-def test_text_and_markdown_tables_pivot_methods() -> None:
-    table = text_table(records())
-    header = table.splitlines()[0].split()
-    assert header == ["task", "dataset", "subset", "metric", "a", "b", "n"]
-    markdown = markdown_table(records())
-    assert "| sts | stsb | test | spearman | 0.8000 | 0.9000 | 1,379 |" in markdown
-    assert "| sts | sts12 | all | spearman | 0.7000 |  | 3,108 |" in markdown
-    assert text_table([]) == "(no results)"
+from embedlab.results.report import PALETTE, Provenance, html_report, layer_sweeps, method_colours
 
 
 def test_html_is_self_contained_and_marks_best() -> None:
@@ -38,11 +21,51 @@ def test_html_is_self_contained_and_marks_best() -> None:
     assert '<td class="best">1.00e-03</td>' in row
 
 
-def test_cells_follow_the_metric_declarations() -> None:
-    rows = [Record("a", "pairs", "sts", "all", "wrong", 7216.0, 180492), Record("a", "pairs", "sts", "all", "error", 0.04, 180492),
-            Record("a", "alignsim", "mrpc", "c1", "sim_pass@0.1", 0.75, 1194)]
-    table = markdown_table(rows)
-    assert "| pairs | sts | all | wrong | 7,216 |" in table and "| 4.00e-02 |" in table and "| 0.7500 |" in table
-    # descriptive numbers (a mean cosine of non-paraphrases) have no better direction: nothing is bold
+def test_ties_are_bold_alike_and_descriptive_metrics_never() -> None:
+    tied = [Record("a", "sts", "stsb", "test", "spearman", 0.82031, 1379), Record("b", "sts", "stsb", "test", "spearman", 0.82029, 1379),
+            Record("c", "sts", "stsb", "test", "spearman", 0.8155, 1379)]
+    row = [line for line in html_report(tied).splitlines() if "<td>sts</td>" in line][0]
+    assert row.count('class="best">0.8203<') == 2 and '<td class="num">0.8155</td>' in row
     page = html_report([Record("a", "pairs", "sts", "all", "diff", 0.3, 534), Record("b", "pairs", "sts", "all", "diff", 0.4, 534)])
     assert 'class="best"' not in page
+
+
+def test_one_colour_per_method_and_metrics_explained() -> None:
+    assert method_colours(["x", "y", "x", "z"]) == {"x": PALETTE[0], "y": PALETTE[1], "z": PALETTE[2]}
+    page = html_report(records())
+    # the swatch of method b has the same colour in the provenance table and in every table header
+    swatches = re.findall(r"background:(#[0-9a-f]{6})'></span><code>b<|background:(#[0-9a-f]{6})'></span>b<", page)
+    assert {colour for pair in swatches for colour in pair if colour} == {PALETTE[1]}
+    assert "<code>error</code>: fraction of comparisons that are wrong" in page
+    assert "unit: fraction" in page and "lower is better" in page and "unit: correlation" in page
+
+
+def test_provenance_states_versions_seeds_fingerprints_and_command() -> None:
+    rows = [{"method": "a", "task": "sts", "dataset": "stsb", "subset": "test", "metric": "spearman", "fingerprint": "abc123",
+             "code_version": "0.1.0+deadbeef", "seed": 0, "extra": None},
+            {"method": "a", "task": "clustering", "dataset": "tweet", "subset": "all", "metric": "accuracy", "fingerprint": "abc123",
+             "code_version": "0.1.0+deadbeef", "seed": 3, "extra": {"settings": {"seed": 3}}}]
+    page = html_report(records(), provenance=Provenance(rows=rows, command="embedlab report --out r.html", source="results.sqlite"))
+    row = [line for line in page.splitlines() if "abc123" in line][0]
+    assert "0.1.0+deadbeef" in row and "0, 3" in row and 'clustering: {&quot;seed&quot;: 3}' in row
+    assert "<code>embedlab report --out r.html</code>" in page and "<code>results.sqlite</code>" in page
+
+
+def test_layer_sweeps_get_a_curve() -> None:
+    swept = [Record(f"minilm:layers={layer}", "sts", "stsb", "test", "spearman", 0.7 + layer / 100, 1379) for layer in (1, 2, 3, 6)]
+    swept.append(Record("minilm:layers=1+last", "sts", "stsb", "test", "spearman", 0.8, 1379))
+    assert layer_sweeps(swept) == {"minilm:layers=*": {1: "minilm:layers=1", 2: "minilm:layers=2", 3: "minilm:layers=3",
+                                                       6: "minilm:layers=6"}}
+    page = html_report(swept)
+    assert "alt='sts spearman by layer'" in page and page.count("data:image/png;base64,") == 2
+    assert "by layer" not in html_report(swept[:2])
+
+
+def test_alignsim_section_has_criterion_tables_not_a_dump() -> None:
+    rows = [Record("m", "alignsim", "mrpc", "c1", metric, value, 100) for metric, value in
+            (("sim_pass_avg", 0.9), ("ned_pass_avg", 0.7), ("sim_pos_mean", 0.8), ("sim_rnd_mean", 0.1), ("sim_diff_mean", 0.7),
+             ("ned_pos_mean", 0.1), ("ned_rnd_mean", 0.5), ("ned_diff_mean", -0.4), ("skipped", 3.0))]
+    page = html_report(rows)
+    assert "<h3>Criterion 1: semantic distinction" in page and "90.0" in page  # Table 3 prints % as the paper does
+    assert "<details><summary>All 9 ALIGN-SIM records</summary>" in page
+    assert ">3<" in page and "3.0000" not in page

@@ -7,7 +7,7 @@ import pytest
 from embedlab.evaluation.records import Record
 from embedlab.results.summaries import headline_records, summary_records
 
-from .test_report import records
+from .test_tables import records
 
 
 def test_headline_and_summary() -> None:

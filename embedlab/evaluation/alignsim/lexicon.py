@@ -73,7 +73,8 @@ def tag_sentences(sentences: list[str], batch_size: int = 256) -> list[list[Toke
     """Tokenise and tag every sentence; joining text+whitespace of the tokens gives the sentence back."""
     nlp = tagger()
     tagged = []
-    for doc in nlp.pipe(sentences, batch_size=batch_size):
+    documents = nlp.pipe(sentences, batch_size=batch_size)
+    for doc in runtime.progress_bar(documents, total=len(sentences), desc="tagging sentences", unit=" sentences"):
         tagged.append(
             [
                 Token(t.text, t.whitespace_, t.pos_, t.tag_, bool(t.is_stop), bool(t.is_alpha), bool(t.is_punct), t.idx)

@@ -166,29 +166,29 @@ class AlignSimTask(Task):
     needs_vectors = False
     headline = "sim_diff_mean"
     metrics = {
-        "sim_pos_mean": Metric(f"C1: mean {_SIM} of paraphrase pairs", ""),
-        "sim_rnd_mean": Metric(f"C1: mean {_SIM} of random pairs", "lower"),
-        "sim_diff_mean": Metric("C1: mean Sim of paraphrases − mean Sim of random pairs (Table 6 Diff)"),
-        "ned_pos_mean": Metric("C1: mean NED of paraphrase pairs, 0–1", ""),
-        "ned_rnd_mean": Metric("C1: mean NED of random pairs, 0–1", ""),
-        "ned_diff_mean": Metric("C1: mean NED of paraphrases − mean NED of random pairs (Table 7 Diff)", "lower"),
-        "sim_margin_mean": Metric("C1/3/5: mean similarity margin, positive = aligned with human expectation"),
-        "ned_margin_mean": Metric("C1/3/5: mean NED margin, positive = aligned with human expectation"),
-        "sim_pass_avg": Metric(f"C1/3/5: {_PASS} (similarity), averaged over the ε grid (Table 3)"),
-        "ned_pass_avg": Metric(f"C1/3/5: {_PASS} (NED), averaged over the ε grid (Table 3)"),
-        "sim_pass@": Metric(f"C1/3/5: {_PASS} (similarity) at this ε"),
-        "ned_pass@": Metric(f"C1/3/5: {_PASS} (NED) at this ε"),
-        "sim_para_mean": Metric(f"C3/5: mean {_SIM} of S and its paraphrase", ""),
-        "sim_perturbed_mean": Metric(f"C3/5: mean {_SIM} of S and its antonym / jumbled version", "lower"),
-        "ned_para_mean": Metric("C3/5: mean NED of S and its paraphrase, 0–1", ""),
-        "ned_perturbed_mean": Metric("C3/5: mean NED of S and its antonym / jumbled version, 0–1", ""),
-        "sim_mean": Metric(f"C2/4: mean {_SIM} of S and its synonym-replaced / affirmative version"),
-        "sim_adjusted": Metric("C2/4: α × mean similarity (Eq. 1; Tables 4, 5)"),
-        "ned_mean": Metric("C2/4: mean NED of S and its synonym-replaced / affirmative version, 0–1", "lower"),
-        "ned_adjusted": Metric("C2/4: β-adjusted NED, 1 − (1 − NED)(1 − r) (Eq. 2; Tables 8, 9)", "lower"),
-        "skipped": Metric("sentences that could not be perturbed (no replaceable word, too short)", "", "count"),
-        "alpha": Metric("α = 1 − mean random-pair similarity over QQP, PAWS, MRPC (Eq. 1)"),
-        "random_ned": Metric("mean random-pair NED over QQP, PAWS, MRPC (Eq. 2's r), 0–1"),
+        "sim_pos_mean": Metric(f"C1: mean {_SIM} of paraphrase pairs", "", unit="similarity"),
+        "sim_rnd_mean": Metric(f"C1: mean {_SIM} of random pairs", "lower", unit="similarity"),
+        "sim_diff_mean": Metric("C1: mean Sim of paraphrases − mean Sim of random pairs (Table 6 Diff)", unit="difference"),
+        "ned_pos_mean": Metric("C1: mean NED of paraphrase pairs, 0–1", "", unit="distance"),
+        "ned_rnd_mean": Metric("C1: mean NED of random pairs, 0–1", "", unit="distance"),
+        "ned_diff_mean": Metric("C1: mean NED of paraphrases − mean NED of random pairs (Table 7 Diff)", "lower", unit="difference"),
+        "sim_margin_mean": Metric("C1/3/5: mean similarity margin, positive = aligned with human expectation", unit="difference"),
+        "ned_margin_mean": Metric("C1/3/5: mean NED margin, positive = aligned with human expectation", unit="difference"),
+        "sim_pass_avg": Metric(f"C1/3/5: {_PASS} (similarity), averaged over the ε grid (Table 3)", unit="fraction"),
+        "ned_pass_avg": Metric(f"C1/3/5: {_PASS} (NED), averaged over the ε grid (Table 3)", unit="fraction"),
+        "sim_pass@": Metric(f"C1/3/5: {_PASS} (similarity) at this ε", unit="fraction"),
+        "ned_pass@": Metric(f"C1/3/5: {_PASS} (NED) at this ε", unit="fraction"),
+        "sim_para_mean": Metric(f"C3/5: mean {_SIM} of S and its paraphrase", "", unit="similarity"),
+        "sim_perturbed_mean": Metric(f"C3/5: mean {_SIM} of S and its antonym / jumbled version", "lower", unit="similarity"),
+        "ned_para_mean": Metric("C3/5: mean NED of S and its paraphrase, 0–1", "", unit="distance"),
+        "ned_perturbed_mean": Metric("C3/5: mean NED of S and its antonym / jumbled version, 0–1", "", unit="distance"),
+        "sim_mean": Metric(f"C2/4: mean {_SIM} of S and its synonym-replaced / affirmative version", unit="similarity"),
+        "sim_adjusted": Metric("C2/4: α × mean similarity (Eq. 1; Tables 4, 5)", unit="similarity"),
+        "ned_mean": Metric("C2/4: mean NED of S and its synonym-replaced / affirmative version, 0–1", "lower", unit="distance"),
+        "ned_adjusted": Metric("C2/4: β-adjusted NED, 1 − (1 − NED)(1 − r) (Eq. 2; Tables 8, 9)", "lower", unit="distance"),
+        "skipped": Metric("sentences that could not be perturbed (no replaceable word, too short)", "", "count", unit="count"),
+        "alpha": Metric("α = 1 − mean random-pair similarity over QQP, PAWS, MRPC (Eq. 1)", unit="score"),
+        "random_ned": Metric("mean random-pair NED over QQP, PAWS, MRPC (Eq. 2's r), 0–1", unit="distance"),
     }
 
     def __init__(self, dataset: str, *, seed: int = 0, setup: AlignSimSetup | None = None) -> None:
@@ -313,13 +313,19 @@ class AlignSimTask(Task):
 
     def margins(self, method: Method) -> dict[tuple[str, str, str], np.ndarray]:
         """The stored per-item margins of ``method`` on this dataset, by (dataset, subset, metric)."""
-        found = {}
-        for subset in MARGIN_SUBSETS:
-            for metric in ("sim", "ned"):
-                array = _MARGINS.load(self._margin_key(method, subset, metric))
-                if array is not None:
-                    found[(self.dataset, subset, metric)] = array
-        return found
+        return stored_margins(method.spec, method.fingerprint, self.dataset, self.settings())
+
+
+def stored_margins(spec: str, fingerprint: str, dataset: str, settings: dict) -> dict[tuple[str, str, str], np.ndarray]:
+    """The per-item margins a run stored for one method and dataset, by (dataset, subset, metric); the
+    results database holds ``fingerprint`` and ``settings`` beside the records, so a report can find them."""
+    found = {}
+    for subset in MARGIN_SUBSETS:
+        for metric in ("sim", "ned"):
+            array = _MARGINS.load(runtime.cache_key(spec, fingerprint, dataset, subset, metric, settings))
+            if array is not None:
+                found[(dataset, subset, metric)] = array
+    return found
 
 
 @dataclass

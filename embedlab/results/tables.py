@@ -1,0 +1,133 @@
+"""The one formatter for everything the CLI prints as results: ``--format table|markdown|json|csv``.
+
+* ``table``: a plain aligned text table (numbers right-aligned), for reading in a terminal;
+* ``markdown``: a GitHub-flavoured markdown table, for pasting into documents;
+* ``json``: one JSON object per line (column name → value; numbers stay numbers), for programs;
+* ``csv``: a header line and one line per row (Python's ``csv`` quoting), for spreadsheets.
+
+Evaluation records print as a pivot (methods as columns) in ``table``/``markdown`` and as one record per
+line, with the metric's unit, in ``json``/``csv`` (:func:`format_records`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterable, Sequence
+
+from embedlab.evaluation import metric_of
+from embedlab.evaluation.records import RECORD_KEYS, Record
+
+FORMATS = ("table", "markdown", "json", "csv")
+RECORD_COLUMNS = (*RECORD_KEYS, "unit")  # json / csv output of records: every key plus the metric's unit
+EMPTY = "(no results)"
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4f}"
+    return str(value)
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell.replace(",", "").replace("%", "").split(" / ")[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _numeric_columns(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[bool]:
+    """A column is right-aligned when every non-empty cell in it reads as a number."""
+    return [any(row[k] for row in body) and all(_is_number(row[k]) or row[k] in ("", "–", "nan") for row in body)
+            for k in range(len(header))]
+
+
+def render(header: Sequence[str], rows: Iterable[Sequence[object]], output_format: str) -> str:
+    """``rows`` under ``header`` in one of :data:`FORMATS` (no trailing newline; ``(no results)`` when empty
+    for the two human formats)."""
+    header, rows = [str(h) for h in header], [list(row) for row in rows]
+    if output_format == "json":
+        return "\n".join(json.dumps(dict(zip(header, row)), ensure_ascii=False) for row in rows)
+    if output_format == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(["" if value is None else value for value in row] for row in rows)
+        return buffer.getvalue().rstrip("\n")
+    if not rows:
+        return EMPTY
+    body = [[_text(value) for value in row] for row in rows]
+    numeric = _numeric_columns(header, body)
+    if output_format == "markdown":
+        escape = lambda cell: cell.replace("|", "\\|").replace("\n", " ")  # noqa: E731
+        lines = ["| " + " | ".join(escape(c) for c in header) + " |",
+                 "|" + "|".join("---:" if right else "---" for right in numeric) + "|"]
+        lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in body]
+        return "\n".join(lines)
+    if output_format != "table":
+        raise ValueError(f"unknown output format {output_format!r}; expected one of {', '.join(FORMATS)}")
+    widths = [max(len(row[k]) for row in [header, *body]) for k in range(len(header))]
+    lines = []
+    for row in [header, *body]:
+        cells = [cell.rjust(widths[k]) if numeric[k] else cell.ljust(widths[k]) for k, cell in enumerate(row)]
+        lines.append("  ".join(cells).rstrip())
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def format_value(task: str, metric: str, value: float) -> str:
+    """A table cell, styled by the task's declaration of the metric (counts, small rates, plain numbers)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "nan"
+    style = metric_of(task, metric).style
+    if style == "count" or (float(value).is_integer() and abs(value) >= 1000):
+        return f"{int(round(value)):,}"
+    if style == "rate":
+        return f"{value:.2e}"
+    if abs(value) >= 10:
+        return f"{value:.2f}"
+    return f"{value:.4f}"
+
+
+def methods_of(records: Iterable[Record]) -> list[str]:
+    return list(dict.fromkeys(r.method for r in records))
+
+
+def pivot(records: Sequence[Record]) -> tuple[list[str], list[tuple[tuple[str, str, str, str], dict[str, Record]]]]:
+    """(methods, rows): one row per (task, dataset, subset, metric), one column per method, in input order."""
+    methods = methods_of(records)
+    rows: dict[tuple[str, str, str, str], dict[str, Record]] = {}
+    for record in records:
+        rows.setdefault((record.task, record.dataset, record.subset, record.metric), {})[record.method] = record
+    return methods, list(rows.items())
+
+
+def pivot_cells(records: Sequence[Record]) -> tuple[list[str], list[list[str]]]:
+    """Header and formatted cells of the pivot: task, dataset, subset, metric, one column per method, n."""
+    methods, rows = pivot(records)
+    header = ["task", "dataset", "subset", "metric", *methods, "n"]
+    body = []
+    for (task, dataset, subset, metric), by_method in rows:
+        n = next(iter(by_method.values())).n
+        values = [format_value(task, metric, by_method[m].value) if m in by_method else "" for m in methods]
+        body.append([task, dataset, subset, metric, *values, f"{n:,}"])
+    return header, body
+
+
+def record_row(record: Record) -> list[object]:
+    """One record's values in :data:`RECORD_COLUMNS` order (the unit from the task's metric declaration)."""
+    return [*(getattr(record, key) for key in RECORD_KEYS), metric_of(record.task, record.metric).unit]
+
+
+def format_records(records: Sequence[Record], output_format: str) -> str:
+    """Records as the pivot (``table``, ``markdown``) or one record per line with its unit (``json``, ``csv``)."""
+    if output_format in ("json", "csv"):
+        return render(RECORD_COLUMNS, [record_row(record) for record in records], output_format)
+    if not records:
+        return EMPTY
+    return render(*pivot_cells(records), output_format)

@@ -1,0 +1,65 @@
+"""Tests for embedlab.results.tables: the one formatter behind every ``--format`` (table, markdown, json, csv)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from embedlab.evaluation.records import Record
+from embedlab.results.tables import RECORD_COLUMNS, format_records, render
+
+
+def records() -> list[Record]:
+    """A few records of several tasks and two methods (also used by the summaries tests)."""
+    return [
+        Record("a", "sts", "sts12", "MSRpar", "spearman", 0.5, 750),
+        Record("a", "sts", "sts12", "all", "spearman", 0.7, 3108),
+        Record("a", "sts", "stsb", "test", "spearman", 0.8, 1379),
+        Record("b", "sts", "stsb", "test", "spearman", 0.9, 1379),
+        Record("a", "clustering", "tweet", "all", "accuracy", 0.6, 2472),
+        Record("a", "triplets", "sts", "all", "error", 0.002, 455624),
+        Record("b", "triplets", "sts", "all", "error", 0.001, 455624),
+    ]
+
+
+def test_text_and_markdown_tables_pivot_methods() -> None:
+    table = format_records(records(), "table")
+    lines = table.splitlines()
+    assert lines[0].split() == ["task", "dataset", "subset", "metric", "a", "b", "n"]
+    assert set(lines[1]) == {"-", " "} and "|" not in table
+    # numbers are right-aligned: the n column ends every line at the same place
+    assert len({len(line) for line in lines}) == 1
+    markdown = format_records(records(), "markdown")
+    assert "| sts | stsb | test | spearman | 0.8000 | 0.9000 | 1,379 |" in markdown
+    assert "| sts | sts12 | all | spearman | 0.7000 |  | 3,108 |" in markdown
+    assert markdown.splitlines()[1] == "|---|---|---|---|---:|---:|---:|"
+    assert format_records([], "table") == "(no results)"
+
+
+def test_json_and_csv_carry_every_record_with_its_unit() -> None:
+    rows = [json.loads(line) for line in format_records(records(), "json").splitlines()]
+    assert [tuple(row) for row in rows] == [RECORD_COLUMNS] * len(records())
+    assert rows[0] == {"method": "a", "task": "sts", "dataset": "sts12", "subset": "MSRpar", "metric": "spearman",
+                       "value": 0.5, "n": 750, "unit": "correlation"}
+    units = {(row["task"], row["metric"]): row["unit"] for row in rows}
+    assert units[("clustering", "accuracy")] == "fraction" and units[("triplets", "error")] == "fraction"
+    parsed = list(csv.reader(io.StringIO(format_records(records(), "csv"))))
+    assert parsed[0] == list(RECORD_COLUMNS) and len(parsed) == len(records()) + 1
+    assert parsed[-1] == ["b", "triplets", "sts", "all", "error", "0.001", "455624", "fraction"]
+
+
+def test_render_quotes_csv_and_escapes_markdown() -> None:
+    header, rows = ["name", "spec"], [["x", "minilm:layers=1+last,post=zscore"], ["y|z", None]]
+    assert list(csv.reader(io.StringIO(render(header, rows, "csv")))) == [header, rows[0], ["y|z", ""]]
+    assert "| y\\|z |  |" in render(header, rows, "markdown")
+    assert [json.loads(line) for line in render(header, rows, "json").splitlines()][1] == {"name": "y|z", "spec": None}
+
+
+def test_cells_follow_the_metric_declarations() -> None:
+    rows = [Record("a", "pairs", "sts", "all", "wrong", 7216.0, 180492), Record("a", "pairs", "sts", "all", "error", 0.04, 180492),
+            Record("a", "alignsim", "mrpc", "c1", "sim_pass@0.1", 0.75, 1194),
+            Record("a", "alignsim", "qqp", "c2/n=1", "skipped", 3.0, 3)]
+    table = format_records(rows, "markdown")
+    assert "| pairs | sts | all | wrong | 7,216 |" in table and "| 4.00e-02 |" in table and "| 0.7500 |" in table
+    assert "| skipped | 3 |" in table  # a count, not 3.0000
