@@ -95,3 +95,31 @@ def test_array_store_round_trips_and_refuses_damaged_or_renamed_files(tmp_path, 
     with pytest.warns(RuntimeWarning, match="damaged cache file"):
         np.testing.assert_array_equal(store.get("c", lambda: array + 1), array + 1)  # recomputed and rewritten
     np.testing.assert_array_equal(store.load("c"), array + 1)
+
+
+def test_progress_bars_only_for_a_watched_terminal(monkeypatch):
+    import io
+    import sys
+
+    from embedlab import runtime
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    try:
+        monkeypatch.setattr(sys, "stderr", io.StringIO())  # piped or logged
+        assert runtime.show_progress() is False and runtime.show_progress(True) is True
+        runtime.set_progress("always")
+        assert runtime.show_progress() is True and runtime.show_progress(False) is False
+        monkeypatch.setattr(sys, "stderr", Terminal())
+        runtime.set_progress("auto")
+        assert runtime.show_progress() is True
+        runtime.set_progress("quiet")  # --quiet wins over everything, an explicit request included
+        assert runtime.show_progress() is False and runtime.show_progress(True) is False
+        runtime.status("hidden")
+        assert sys.stderr.getvalue() == ""
+        with pytest.raises(ValueError, match="unknown progress mode"):
+            runtime.set_progress("loud")
+    finally:
+        runtime.set_progress("auto")

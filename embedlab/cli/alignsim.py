@@ -1,4 +1,4 @@
-"""``embedlab alignsim``: run the ALIGN-SIM criteria (paper §4–5) on one or more method specs.
+"""embedlab alignsim: run the ALIGN-SIM criteria (paper §4–5) on one or more method specs.
 
     embedlab alignsim st:minilm minilm --criteria 1,2,3,4,5 --datasets qqp,paws,mrpc,afin
 

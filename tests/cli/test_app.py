@@ -51,3 +51,62 @@ def test_expected_failures_are_one_line_and_status_2(capsys):
     err = capsys.readouterr().err
     assert err.startswith("embedlab similarity: error:") and len(err.strip().splitlines()) == 1
     assert "valid options" in err
+
+
+# Signs of internals in help text: reStructuredText markup, class names, Python values, argparse details.
+INTERNALS = (r"``", r":(func|mod|class|meth|data|attr):`", r"ResultsDB", r"default path", r"\bNone\b", r"Namespace",
+             r"\bdest\b", r"%\(", r"\bself\b", r"__")
+
+
+def test_help_text_is_written_for_users():
+    import re
+
+    from embedlab.cli.app import leaf_parsers
+
+    parser = build_parser()
+    texts = [parser.format_help()] + [command.format_help() for command in leaf_parsers(parser)]
+    assert len(texts) == 12  # the top level and every command (mlm-head train included)
+    for text in texts:
+        for pattern in INTERNALS:
+            assert not re.search(pattern, text), f"help shows {pattern!r}:\n{text}"
+
+
+def test_every_command_takes_quiet_and_the_shared_format():
+    from embedlab.cli.app import leaf_parsers
+
+    for command in leaf_parsers(build_parser()):
+        options = {option: action for action in command._actions for option in action.option_strings}
+        assert "--quiet" in options, command.prog
+        if "--format" in options:
+            assert tuple(options["--format"].choices) == ("table", "markdown", "json", "csv"), command.prog
+    with_format = {c.prog.split(" ", 1)[1] for c in leaf_parsers(build_parser()) if "--format" in c.format_help()}
+    assert {"eval", "results", "alignsim", "methods", "explain"} <= with_format
+
+
+def _piped(arguments: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    """``python -m embedlab ARGS`` with stdout and stderr piped (not terminals), as in ``embedlab ... | head``."""
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+                   "EMBEDLAB_CACHE": str(tmp_path / "cache")}
+    return subprocess.run([sys.executable, "-m", "embedlab", *arguments], capture_output=True, text=True,
+                          env=environment, cwd=tmp_path, timeout=300)
+
+
+def test_piped_output_holds_only_results_and_quiet_silences_progress(tmp_path, sts_test_rows):
+    import csv
+    import io
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{a}\t{b}\t{gold}\n" for gold, a, b in sts_test_rows[:40]))
+    arguments = ["eval", "minilm", "--tasks", f"sts:@{pairs}", "--no-db", "--format", "csv"]
+    forced = _piped(arguments + ["--progress"], tmp_path)  # bars forced on although stderr is a pipe
+    assert forced.returncode == 0, forced.stderr
+    rows = list(csv.DictReader(io.StringIO(forced.stdout)))
+    assert {row["metric"] for row in rows} == {"spearman", "pearson", "kendall_b", "kendall_c"}
+    assert all(row["unit"] == "correlation" and -1 <= float(row["value"]) <= 1 for row in rows)
+    assert len(forced.stdout.splitlines()) == len(rows) + 1  # a header and the records: no bar fragments
+    assert "\r" not in forced.stdout and "it/s" not in forced.stdout
+    assert "tasks: 100%" in forced.stderr and "token states" in forced.stderr and "done sts/pairs@" in forced.stderr
+    plain = _piped(arguments, tmp_path)  # stderr is not a terminal: status lines only, no bars
+    assert plain.stdout == forced.stdout and "run sts/pairs@" in plain.stderr and "%|" not in plain.stderr
+    quiet = _piped(arguments + ["--progress", "--quiet"], tmp_path)
+    assert quiet.returncode == 0 and quiet.stdout == forced.stdout and quiet.stderr == ""

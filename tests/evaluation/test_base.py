@@ -49,3 +49,16 @@ def test_a_sentence_transformer_evaluates_like_st_minilm(tmp_path: Path) -> None
     ours = {r.metric: r for r in evaluate([embedlab.load("st:minilm")], [task], log=lambda message: None).records}
     assert theirs["spearman"].method.startswith("SentenceTransformer@")
     assert theirs["spearman"].value == pytest.approx(ours["spearman"].value, abs=1e-6)
+
+
+def test_every_declared_metric_has_a_unit_and_shares_are_fractions() -> None:
+    from embedlab.evaluation import TASKS
+    from embedlab.evaluation.base import UNITS, Metric
+
+    for task in TASKS:
+        for name, metric in task.metrics.items():
+            assert metric.unit in UNITS, (task.name, name)
+            if "accuracy" in name or name in ("error",) or "pass" in name:
+                assert metric.unit == "fraction" and "%" not in metric.description, (task.name, name)
+    with pytest.raises(ValueError, match="unknown metric unit 'percent'"):
+        Metric("share", unit="percent")

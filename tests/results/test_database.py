@@ -59,3 +59,22 @@ def test_default_path_honours_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_rejects_non_records(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="record 0"):
         ResultsDB(tmp_path / "r.sqlite").add([("minilm", "sts")], fingerprint="x")  # type: ignore[list-item]
+
+
+def test_a_database_of_percent_accuracies_is_migrated_to_fractions(tmp_path: Path) -> None:
+    """Version 0 files stored classification accuracy in percent; opening one converts them once, so that
+    reused results and fresh ones share the unit convention (evaluation/base.py UNITS)."""
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    ResultsDB(path).add([Record("m", "classification", "trec", "test", "accuracy", 89.2, 500),
+                         Record("m", "classification", "trec", "test", "dev_accuracy", 80.5, 500),
+                         Record("m", "clustering", "tweet", "all", "accuracy", 0.5887, 2472)], fingerprint="f")
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA user_version = 0")  # as an older embedlab left it
+    for _ in range(2):  # converted once, not on every open
+        values = {(r.task, r.metric): r.value for r in ResultsDB(path).records()}
+        assert values == {("classification", "accuracy"): pytest.approx(0.892), ("classification", "dev_accuracy"): pytest.approx(0.805),
+                          ("clustering", "accuracy"): 0.5887}
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == 1
