@@ -171,6 +171,7 @@ def _layer_plot(task: str, metric: str, chosen: Sequence[Record], sweeps: dict[s
             axis.annotate(format_value(task, metric, score), (layer, score), textcoords="offset points", xytext=(0, 4),
                           ha="center", fontsize=6)
     axis.set_ylim(*_zoomed([score for _, points in lines for _, score in points]))
+    axis.set_xticks(sorted({layer for _, points in lines for layer, _ in points}))
     axis.set_xlabel("layer")
     axis.set_ylabel(_label(task, metric), fontsize=8)
     axis.set_title(f"{task}: {metric} by layer", fontsize=9)
@@ -305,7 +306,7 @@ table { border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.8em; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; } th { background: #f3f3f3; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.best { text-align: right; font-weight: bold; background: #e6f4e6; font-variant-numeric: tabular-nums; }
-img { max-width: 100%; margin: 0.3em 0.6em 0.3em 0; vertical-align: top; } img.half { max-width: 49%; }
+img { max-width: 100%; margin: 0.3em 0.6em 0.3em 0; vertical-align: top; } img.half { max-width: 47%; }
 h2 { border-bottom: 1px solid #ddd; margin-top: 2em; } h3 { font-size: 1em; margin-bottom: 0.2em; }
 .meta { color: #666; font-size: 0.85em; } .swatch { display: inline-block; width: 0.8em; height: 0.8em;
   margin-right: 0.35em; border-radius: 2px; vertical-align: baseline; } ul.metrics { font-size: 0.85em; }
