@@ -149,6 +149,27 @@ def progress_bar(iterable=None, **options):
     return tqdm(iterable, file=sys.stderr, **options)
 
 
+class MissingExtraError(ImportError):
+    """An optional dependency group is not installed; the message names the extra that provides it."""
+
+    def __init__(self, extra: str, purpose: str) -> None:
+        super().__init__(f"{purpose} needs the optional '{extra}' dependencies: pip install 'embedlab[{extra}]'")
+        self.extra = extra
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend (plots are written, never shown), or a clear
+    error naming the ``plots`` extra when matplotlib is not installed."""
+    try:
+        import matplotlib
+    except ImportError as error:
+        raise MissingExtraError("plots", "drawing plots (matplotlib)") from error
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def status(message: str) -> None:
     """One status line on stderr (unless quiet), printed above any progress bar instead of through it."""
     if _SETTINGS.progress != "quiet":

@@ -22,6 +22,12 @@ fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 case "$job" in
   main) shift || true; exec .venv/bin/embedlab eval minilm --tasks quick "$@" ;;
-  test) shift || true; exec .venv/bin/python -m pytest -q "$@" ;;
+  test)
+    shift || true
+    # the report's browser test (tests/results/test_report_browser.py) needs headless Chromium
+    if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    fi
+    exec .venv/bin/python -m pytest -q "$@" ;;
   *) echo "usage: bash scripts/run.sh main|test" >&2; exit 2 ;;
 esac

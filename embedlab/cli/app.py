@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         status = exit_status(error)
         if status == INTERRUPTED:
             message = "interrupted"
-        elif status == USAGE_ERROR or isinstance(error, (OSError, sqlite3.Error)):
+        elif status == USAGE_ERROR or isinstance(error, (OSError, sqlite3.Error, runtime.MissingExtraError)):
             message = describe(error)
         else:  # not a fault we expect: name its type so that a bug report says what happened
             message = f"{type(error).__name__}: {describe(error)} (EMBEDLAB_DEBUG=1 shows the traceback)"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab import runtime
 from embedlab.matching.scoring import TextSide, pair_score, token_scores
 
 
@@ -86,10 +87,7 @@ def plot_explanation(explanation: MatchExplanation, out: Path | str, title: str 
     Returns the matplotlib Figure (closed after saving); the marks are Rectangle patches whose
     ``get_label()`` is ``"first"`` or ``"second"``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = runtime.pyplot()
     from matplotlib.patches import Rectangle
 
     rows, columns = explanation.matrix.shape

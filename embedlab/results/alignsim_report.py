@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab import runtime
 from embedlab.evaluation.alignsim.perturb import N_VALUES
 from embedlab.evaluation.alignsim.task import MethodResult
 from embedlab.results.tables import render
@@ -154,11 +155,7 @@ def histogram_figure(results: list[MethodResult], dataset: str, subset: str, met
                      colours: dict[str, str] | None = None, size: tuple[float, float] = (8, 4.5)):
     """A matplotlib figure overlaying every method's margin histogram for (dataset, subset, metric), each
     method in its colour from ``colours``; None when no method has margins there."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = runtime.pyplot()
     series = [(r.method, r.margins[(dataset, subset, metric)]) for r in results if (dataset, subset, metric) in r.margins]
     if not series:
         return None
@@ -182,8 +179,7 @@ def histogram_figure(results: list[MethodResult], dataset: str, subset: str, met
 
 def histogram(results: list[MethodResult], dataset: str, subset: str, metric: str, path: Path) -> bool:
     """One PNG overlaying every method's margin histogram for (dataset, subset, metric); False if no data."""
-    import matplotlib.pyplot as plt
-
+    plt = runtime.pyplot()
     figure = histogram_figure(results, dataset, subset, metric)
     if figure is None:
         return False

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from embedlab import runtime
 from embedlab.evaluation import TASK_FAMILIES, metric_of
 from embedlab.evaluation.base import UNITS
 from embedlab.evaluation.records import Record
@@ -55,21 +56,11 @@ class Provenance:
 
 
 def _png(figure) -> str:
-    import matplotlib.pyplot as plt
-
+    plt = runtime.pyplot()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(figure)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _zoomed(values: list[float]) -> tuple[float, float]:
@@ -91,7 +82,7 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
     when there is one group (a single value per method)."""
     import numpy as np
 
-    plt = _pyplot()
+    plt = runtime.pyplot()
     methods = [m for m in colours if any(r.method == m for r in chosen)]
     groups = list(dict.fromkeys((r.dataset, r.subset) for r in chosen))
     values = {(r.dataset, r.subset, r.method): r.value for r in chosen}
@@ -152,7 +143,7 @@ def layer_sweeps(records: Sequence[Record]) -> dict[str, dict[int, str]]:
 
 def _layer_plot(task: str, metric: str, chosen: Sequence[Record], sweeps: dict[str, dict[int, str]]) -> str | None:
     """The headline metric against the layer, one line per (sweep, dataset)."""
-    plt = _pyplot()
+    plt = runtime.pyplot()
     values = {(r.method, r.dataset, r.subset): r.value for r in chosen}
     groups = list(dict.fromkeys((r.dataset, r.subset) for r in chosen))
     lines = []
@@ -181,7 +172,7 @@ def _layer_plot(task: str, metric: str, chosen: Sequence[Record], sweeps: dict[s
 
 
 def _alignment_plot(records: Sequence[Record], colours: dict[str, str]) -> str | None:
-    plt = _pyplot()
+    plt = runtime.pyplot()
     points: dict[str, dict[str, float]] = {}
     for r in records:
         if r.task == "alignment" and r.metric in ("alignment", "uniformity"):

