@@ -5,7 +5,7 @@
 2. Pairs (seed 0 Table 3, all-MiniLM-L6-v2): sts 180,492 tuples / 7,216 wrong; mrpc 2,953,956 / 736,308
    (± 1 %); same/diff 0.84/0.37 and 0.83/0.71.
 3. Triplets (seed 0 Table 1): sts 455,624 triplets / 945 wrong (± 2 %); mrpc 24,472,808 triplets.
-4. SentEval classification of ``st:minilm`` vs ALIGN-SIM Table 2 (± 1.5 points).
+4. SentEval classification of ``st:minilm`` vs ALIGN-SIM Table 2 (± 1.5 points, i.e. ± 0.015 as a fraction).
 
 Everything is stored in a results database (default ``results/paper_numbers.sqlite``), so an interrupted
 run resumes and a rerun only prints. It takes tens of minutes on two CPU cores (SST-2 has 67k training
@@ -55,10 +55,12 @@ for spec in ("st:minilm",):
         ("3 triplets mrpc same", spec, "triplets", "mrpc", "all", "same", None, 0, False),
         ("3 triplets mrpc diff", spec, "triplets", "mrpc", "all", "diff", None, 0, False),
     ]
+# ALIGN-SIM Table 2 prints accuracy in percent; our records hold fractions (evaluation/base.py UNITS),
+# so the paper's values and its 1.5-point tolerance are divided by 100 to compare.
 ALIGN_SIM_TABLE_2 = {"mr": 83.95, "cr": 88.98, "subj": 93.77, "mpqa": 89.51, "sst2": 90.01, "trec": 84.80, "mrpc": 76.28}
-for dataset, value in ALIGN_SIM_TABLE_2.items():
+for dataset, percent in ALIGN_SIM_TABLE_2.items():
     subset = "10-fold" if dataset in ("mr", "cr", "subj", "mpqa") else "test"
-    CHECKS.append((f"4 SentEval {dataset}", "st:minilm", "classification", dataset, subset, "accuracy", value, 1.5, False))
+    CHECKS.append((f"4 SentEval {dataset}", "st:minilm", "classification", dataset, subset, "accuracy", percent / 100, 0.015, False))
 
 GROUPS = {
     "sts": ["correlations:stsb"],
