@@ -17,7 +17,7 @@ from pathlib import Path
 
 import embedlab
 from embedlab import runtime
-from embedlab.cli.arguments import add_format, add_out, non_negative_int, positive_int
+from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_int
 from embedlab.evaluation import evaluate
 from embedlab.evaluation.alignsim import metrics
 from embedlab.evaluation.alignsim.perturb import SamplingConfig
@@ -82,6 +82,7 @@ def add_cli(subparsers) -> None:
     parser.add_argument("--force", action="store_true", help="recompute results already in the database")
     parser.add_argument("--no-paper", action="store_true", help="leave the paper's SBERT rows out of the tables")
     add_format(parser)
+    add_quiet(parser)
     parser.set_defaults(handler=run_cli)
 
 

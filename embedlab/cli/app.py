@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     for group in COMMAND_GROUPS:
         group.add_cli(subparsers)
     for command in leaf_parsers(parser):
-        arguments.add_quiet(command)  # one --quiet for every command, defined once
+        arguments.add_quiet(command)  # every command has --quiet, also one whose group does not add it
     return parser
 
 

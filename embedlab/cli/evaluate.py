@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import embedlab
-from embedlab.cli.arguments import add_format, add_out, non_negative_int
+from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int
 
 if TYPE_CHECKING:  # importing the harness costs seconds: only the commands that run it do
     from embedlab.evaluation.records import Record
@@ -104,6 +104,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def _common(parser: argparse.ArgumentParser, with_format: bool = True) -> None:
+    add_quiet(parser)
     parser.add_argument("--db", default=None, help="results database file (default ./embedlab_results.sqlite, or $EMBEDLAB_RESULTS)")
     parser.add_argument("--metric", action="append", help="keep only this metric (repeatable)")
     parser.add_argument("--subset", action="append", help="keep only this subset (repeatable)")

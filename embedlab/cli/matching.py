@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from embedlab.cli.arguments import add_format, add_out, non_negative_int, positive_float, positive_int
+from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_float, positive_int
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
@@ -66,6 +66,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     explain.add_argument("text_b")
     add_out(explain, help="PNG file for the heatmap")
     add_format(explain)
+    add_quiet(explain)
     explain.set_defaults(handler=_cmd_explain)
 
     from embedlab.training.token_weights import TrainingConfig
@@ -82,4 +83,5 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--min-chars", type=non_negative_int, default=defaults.min_chars, help="WikiText-2 sentences shorter than this are skipped")
     train.add_argument("--checkpoint-every", type=positive_int, default=defaults.checkpoint_every, help=f"steps between resumable checkpoints (default {defaults.checkpoint_every})")
     train.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True, help="continue from a checkpoint of the same settings")
+    add_quiet(train)
     train.set_defaults(handler=_cmd_train)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from embedlab.cli.arguments import add_format, positive_int
+from embedlab.cli.arguments import add_format, add_quiet, positive_int
 
 DEMO_PAIRS = 12
 
@@ -65,9 +65,11 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register ``methods`` and ``demo``."""
     methods = subparsers.add_parser("methods", help="list method families, options, presets and models")
     add_format(methods)
+    add_quiet(methods)
     methods.set_defaults(handler=_cmd_methods)
 
     demo = subparsers.add_parser("demo", help="similarities of a few STS-B test pairs next to their human scores")
     demo.add_argument("spec", nargs="?", default="minilm", help="method spec (default minilm)")
     demo.add_argument("--pairs", type=positive_int, default=DEMO_PAIRS, help=f"how many pairs to show (default {DEMO_PAIRS})")
+    add_quiet(demo)
     demo.set_defaults(handler=_cmd_demo)

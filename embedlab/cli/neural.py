@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from embedlab import runtime
-from embedlab.cli.arguments import add_out, non_negative_float, non_negative_int, positive_float, positive_int
+from embedlab.cli.arguments import add_out, add_quiet, non_negative_float, non_negative_int, positive_float, positive_int
 
 if TYPE_CHECKING:  # the training module (and torch) load only when a command runs
     from embedlab.training.mlm_head import HeadTrainingConfig
@@ -46,6 +46,7 @@ def add_cli(subparsers) -> None:
     train.add_argument("--weight-decay", type=non_negative_float, default=defaults.weight_decay, help=f"AdamW weight decay (default {defaults.weight_decay})")
     train.add_argument("--threads", type=positive_int, default=defaults.threads, help="torch threads (fixed, so that reruns give identical heads)")
     train.add_argument("--checkpoint-dir", type=Path, default=None, help="folder for resumable checkpoints (default: in the embedlab cache)")
+    add_quiet(train)
     train.set_defaults(handler=_train_handler)
 
 

@@ -12,6 +12,23 @@ def test_methods_lists_families_and_presets(capsys):
         assert expected in out
 
 
+def test_methods_as_csv_has_one_row_per_family_option_preset_and_model(capsys):
+    import csv
+    import io
+
+    from embedlab.methods.registry import FAMILIES, PRESETS
+    from embedlab.models import DESCRIPTIONS
+
+    assert main(["methods", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    kinds = [row["kind"] for row in rows]
+    assert kinds.count("family") == len(FAMILIES) and kinds.count("preset") == len(PRESETS)
+    assert kinds.count("model") == len(DESCRIPTIONS)
+    assert kinds.count("option") == sum(len(family.options) for family in FAMILIES.values())
+    assert {"kind": "option", "name": "pooled.template", "spec": "template=none (none|T0|T1|T2|T3|T4)",
+            "description": FAMILIES["pooled"].options["template"].help} in rows
+
+
 def test_demo_prints_similarity_beside_the_human_score(capsys, sts_test_rows):
     import embedlab
 
