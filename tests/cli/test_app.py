@@ -72,7 +72,11 @@ def test_help_text_is_written_for_users():
 
 
 def test_every_command_takes_quiet_and_the_shared_format():
+    from embedlab.cli import arguments
     from embedlab.cli.app import leaf_parsers
+    from embedlab.results import tables
+
+    assert arguments.FORMATS == tables.FORMATS  # the CLI's choices are what the formatter renders
 
     for command in leaf_parsers(build_parser()):
         options = {option: action for action in command._actions for option in action.option_strings}
