@@ -113,8 +113,9 @@ def run_cli(args: argparse.Namespace, load_method=_load_method, open_db=_open_db
     for dataset in runtime.progress_bar(setup.scored_datasets(), desc="perturbation sets", unit="dataset"):
         setup.perturbations(dataset)  # α/β (criteria 2, 4) need random pairs of all three paraphrase sets
         summaries[dataset] = json.loads((setup.folder / f"{dataset}.summary.json").read_text(encoding="utf-8"))
-        skipped = ", ".join(f"{kind} {int(count)}" for kind, count in summaries[dataset]["skipped"].items()) or "none"
-        runtime.status(f"alignsim: {dataset}: items {summaries[dataset]['counts']}; sentences skipped: {skipped}")
+        items, skipped = (", ".join(f"{kind} {int(count)}" for kind, count in summaries[dataset][key].items()) or "none"
+                          for key in ("counts", "skipped"))
+        runtime.status(f"alignsim: {dataset}: items {items}; sentences skipped: {skipped}")
     methods = [load_method(spec) for spec in args.specs]
     database = None if args.no_db else open_db(args.db)
     run = evaluate(methods, tasks, db=database, force=args.force, seed=args.seed,
