@@ -34,7 +34,7 @@ def test_json_output_records_database_and_report(tmp_path, capsys, st_minilm):
     assert args.handler is run_cli
     assert run_cli(args, load_method=lambda spec: st_minilm, open_db=lambda path: database) == 0
     output = capsys.readouterr()
-    assert "alignsim: mrpc: items c1 12; sentences skipped: none" in output.err and "{" not in output.err  # 6 pairs per label x 2 labels, in words
+    assert "alignsim: mrpc: items c1 12; sentences skipped: none" in output.err and "{" not in output.err  # in words, not a dict
     lines = [json.loads(line) for line in output.out.splitlines()]
     assert lines and all(tuple(line) == RECORD_COLUMNS for line in lines)
     # α needs QQP and PAWS random pairs too, but only the asked-for datasets are reported
