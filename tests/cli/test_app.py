@@ -114,3 +114,15 @@ def test_piped_output_holds_only_results_and_quiet_silences_progress(tmp_path, s
     assert plain.stdout == forced.stdout and "run sts/pairs@" in plain.stderr and "%|" not in plain.stderr
     quiet = _piped(arguments + ["--progress", "--quiet"], tmp_path)
     assert quiet.returncode == 0 and quiet.stdout == forced.stdout and quiet.stderr == ""
+
+
+def test_old_option_names_still_work_but_are_not_shown():
+    parser = build_parser()
+    assert parser.parse_args(["report", "--output", "r.html"]).out == "r.html"
+    assert str(parser.parse_args(["alignsim", "minilm", "--output", "folder"]).out) == "folder"
+    assert parser.parse_args(["mlm-head", "train", "minilm", "--no-progress"]).quiet
+    from embedlab.cli.app import leaf_parsers
+
+    helps = {c.prog: c.format_help() for c in leaf_parsers(parser)}
+    assert "--output" not in helps["embedlab report"] and "--output" not in helps["embedlab alignsim"]
+    assert "--no-progress" not in helps["embedlab mlm-head train"]
