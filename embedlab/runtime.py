@@ -8,7 +8,7 @@
   :class:`ArrayStore` file, every token-state pack) live in folders marked recomputable; after each write
   the least recently used of them are deleted until the whole cache fits the budget (see
   :func:`record_cache_write`). Reads record use by touching the file's modification time.
-* Memory cache: ``configure(memory_cache_bytes=...)`` bounds the in-process token-state cache (512 MiB).
+* Memory cache: ``configure(memory_cache_bytes=...)`` bounds the in-process token-state cache (256 MiB).
 * Token-state layers kept: ``configure(cache_layers=...)``, else ``$EMBEDLAB_CACHE_LAYERS``: ``spec`` (the
   default: only the layers a method reads) or ``all`` (what a research grid asks for, see
   :mod:`embedlab.tokens.states`).
@@ -90,7 +90,7 @@ class _Settings:
 
 CACHE_MAX_VARIABLE = "EMBEDLAB_CACHE_MAX"
 DEFAULT_CACHE_MAX = 2 << 30  # 2 GiB: a few grids' worth of token states, small next to any disk
-DEFAULT_MEMORY_CACHE_BYTES = 512 << 20  # the token states of a few thousand sentences, one layer each
+DEFAULT_MEMORY_CACHE_BYTES = 256 << 20  # one layer of ≈ 5,000 WikiText-2 sentences; grids ask for more
 CACHE_LAYERS_VARIABLE = "EMBEDLAB_CACHE_LAYERS"
 CACHE_LAYER_CHOICES = ("spec", "all")
 RECOMPUTABLE_MARKER = ".recomputable"  # a folder whose entry files may be deleted at any time

@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from embedlab.models import LoadedModel
 from embedlab.pooling.aggregation import aggregate, select_tokens, token_weights
 from embedlab.pooling.postprocess import Chain, fit_chain
-from embedlab.pooling.sources import TokenSource, tokenized_texts
+from embedlab.pooling.sources import TokenSource, release_layouts, tokenized_texts
 from embedlab.pooling.weights import idf_from_documents, reference_token_statistics
 
 WEIGHTINGS = ("none", "idf-target", "idf-ref")
@@ -117,6 +117,7 @@ class PoolingPipeline:
                 if pooled is None:
                     pooled = np.empty((len(texts), piece.shape[1]), dtype=piece.dtype)
                 pooled[start:stop] = piece
+                release_layouts()
                 progress.update(stop - start)
         return pooled
 

@@ -107,6 +107,12 @@ def layout_of(states: Sequence[TokenStates]) -> TokenLayout:
     return _LAYOUTS.get(tuple(map(id, states)), lambda: TokenLayout(states))
 
 
+def release_layouts() -> None:
+    """Forget the remembered layout (and the token states it holds): a streamed encode calls this after
+    each chunk, whose layout no later configuration can share, so that one chunk at a time is held."""
+    _LAYOUTS.clear()
+
+
 def tokenized_texts(model: LoadedModel, texts: Sequence[str]) -> FlatTokens:
     """Texts as token ids only, laid flat: the whole text, special tokens added once (no length limit).
 

@@ -172,7 +172,7 @@ class _Sequence:
 class TokenStateStore:
     """Computes and caches token states for one model.
 
-    An in-memory LRU (bounded in bytes, ``runtime.configure(memory_cache_bytes=...)``, 512 MiB by default)
+    An in-memory LRU (bounded in bytes, ``runtime.configure(memory_cache_bytes=...)``, 256 MiB by default)
     sits in front of the disk cache so that several pooling configurations over the same texts in one
     process do not even re-read the disk. Both caches hold one entry per text and layer.
     """

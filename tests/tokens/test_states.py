@@ -172,7 +172,7 @@ def test_the_memory_cache_is_bounded_in_bytes(minilm, sts_sentences):
     store = TokenStateStore(minilm, use_disk_cache=False, memory_limit_bytes=200_000)
     states = store.compute(sts_sentences[:20], layers=(minilm.num_layers,))
     assert 0 < store._memory_bytes <= 200_000 < sum(item.states.nbytes for item in states)
-    assert TokenStateStore(minilm, use_disk_cache=False).memory_limit_bytes == 512 << 20  # the default
+    assert TokenStateStore(minilm, use_disk_cache=False).memory_limit_bytes == 256 << 20  # the default
 
 
 # --- the cache budget (issue 13): least recently used packs are evicted, their entries recomputed -----------
