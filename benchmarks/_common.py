@@ -25,12 +25,13 @@ def sts_test_sentences() -> list[str]:
 _MACHINE_CACHE = None
 
 
-def fresh_cache(model: str = "minilm") -> str:
+def fresh_cache(model: str = "minilm", **settings: object) -> str:
     """Point embedlab at a new cache folder with no token states, and forget everything held in memory.
 
     The machine's reference-corpus caches (WikiText-2 sentences and token statistics, built once per
     machine) are linked in, so a timed run pays for the model and pooling, not for that one-off build.
     ``model`` is loaded again before returning, so a timed run does not pay for loading it either.
+    ``settings`` go to ``runtime.configure`` (e.g. ``cache_layers="all"`` for a grid).
     """
     global _MACHINE_CACHE
     if _MACHINE_CACHE is None:
@@ -39,6 +40,6 @@ def fresh_cache(model: str = "minilm") -> str:
     for shared in ("corpus", "reference"):
         if (_MACHINE_CACHE / shared).is_dir():
             os.symlink(_MACHINE_CACHE / shared, os.path.join(folder, shared))
-    runtime.configure(cache_root=folder)
+    runtime.configure(cache_root=folder, **settings)
     load_model(model)
     return folder

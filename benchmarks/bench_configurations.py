@@ -2,6 +2,9 @@
 
 Both start from an empty token-state cache: one configuration pays for the model run; twenty pay
 for it once and then pool the cached states nineteen more times. Target: ≤ 1.5× the time of one.
+One configuration runs as any user's encode does (only the layer it reads is kept); the twenty ask
+for what a grid needs explicitly: every layer kept (``cache_layers="all"``) and a memory cache large
+enough for the layers they read (``GRID_MEMORY``), so no configuration runs the model again.
 Reference statistics (idf^W, frequent tokens) are built once per machine before timing; both sides share them.
 
     python benchmarks/bench_configurations.py [--repeats 3]
@@ -21,6 +24,8 @@ from _common import fresh_cache, sts_test_sentences
 
 import embedlab
 from embedlab.pooling.weights import reference_token_statistics
+
+GRID_MEMORY = "2G"
 
 CONFIGURATIONS = [
     "minilm",
@@ -61,7 +66,7 @@ def main() -> None:
         one_times.append(time.perf_counter() - start)
         shutil.rmtree(folder, ignore_errors=True)
 
-        folder = fresh_cache()
+        folder = fresh_cache(cache_layers="all", memory_cache_bytes=GRID_MEMORY)
         start = time.perf_counter()
         for spec in CONFIGURATIONS:
             embedlab.load(spec).encode(sentences)
@@ -69,8 +74,8 @@ def main() -> None:
         shutil.rmtree(folder, ignore_errors=True)
     one, twenty = statistics.median(one_times), statistics.median(twenty_times)
     print(f"sentences: {len(sentences)} (STS-B test), repeats {args.repeats}")
-    print(f"one configuration (model run + pooling): median {one:.2f} s")
-    print(f"twenty configurations (one model run, twenty poolings): median {twenty:.2f} s")
+    print(f"one configuration (model run + pooling, its layer kept): median {one:.2f} s")
+    print(f"twenty configurations (one model run keeping every layer, twenty poolings; memory cache {GRID_MEMORY}): median {twenty:.2f} s")
     print(f"ratio twenty/one: {twenty / one:.3f} (target <= 1.5)")
 
 

@@ -3,6 +3,15 @@
 * Data root: ``configure(data_root=...)``, else ``$EMBEDLAB_DATA``, else ``../shared/data`` from the
   repository root.
 * Cache root: ``configure(cache_root=...)``, else ``$EMBEDLAB_CACHE``, else ``~/.cache/embedlab``.
+* Cache budget: ``configure(cache_max=...)``, else ``$EMBEDLAB_CACHE_MAX`` (``500M``, ``2G``, bytes), else
+  2 GiB, over everything under the cache root. Entries that their owner can recompute (every
+  :class:`ArrayStore` file, every token-state pack) live in folders marked recomputable; after each write
+  the least recently used of them are deleted until the whole cache fits the budget (see
+  :func:`record_cache_write`). Reads record use by touching the file's modification time.
+* Memory cache: ``configure(memory_cache_bytes=...)`` bounds the in-process token-state cache (256 MiB).
+* Token-state layers kept: ``configure(cache_layers=...)``, else ``$EMBEDLAB_CACHE_LAYERS``: ``spec`` (the
+  default: only the layers a method reads) or ``all`` (what a research grid asks for, see
+  :mod:`embedlab.tokens.states`).
 * In-process memos (loaded models, token-state stores, layouts, tables …) are :class:`Memo` objects made
   by :func:`memo` or :func:`cached`; nothing else in the package keeps module-level mutable state.
   :func:`clear` empties them all (tests and benchmarks call it instead of poking private names).
@@ -25,6 +34,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -77,6 +87,19 @@ class _Settings:
     cache_root: Path | None = None
     data_root: Path | None = None
     progress: str = "auto"
+    cache_max: int | None = None
+    memory_cache_bytes: int | None = None
+    cache_layers: str | None = None
+
+
+CACHE_MAX_VARIABLE = "EMBEDLAB_CACHE_MAX"
+DEFAULT_CACHE_MAX = 2 << 30  # 2 GiB: a few grids' worth of token states, small next to any disk
+DEFAULT_MEMORY_CACHE_BYTES = 256 << 20  # one layer of ≈ 5,000 WikiText-2 sentences; grids ask for more
+CACHE_LAYERS_VARIABLE = "EMBEDLAB_CACHE_LAYERS"
+CACHE_LAYER_CHOICES = ("spec", "all")
+RECOMPUTABLE_MARKER = ".recomputable"  # a folder whose entry files may be deleted at any time
+ENTRY_SUFFIXES = (".safetensors", ".pack")  # the files a recomputable folder's owner recomputes
+_SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 _MEMOS: dict[str, Memo] = {}
@@ -106,11 +129,66 @@ def cached(name: str, maxsize: int | None = None) -> Callable[[Callable[..., T]]
     return decorate
 
 
-def configure(*, cache_root: str | Path | None = None, data_root: str | Path | None = None) -> None:
-    """Set where caches go and where the shared data is, for this process (clears every memo)."""
+def configure(
+    *,
+    cache_root: str | Path | None = None,
+    data_root: str | Path | None = None,
+    cache_max: int | str | None = None,
+    memory_cache_bytes: int | str | None = None,
+    cache_layers: str | None = None,
+) -> None:
+    """Set where caches go, where the shared data is, the disk-cache budget and the in-memory token-state
+    cache's size and which token-state layers are kept (``"spec"`` or ``"all"``), for this process (clears
+    every memo). ``None`` falls back to the environment, then
+    the default; sizes are bytes or strings such as ``"500M"``."""
     _SETTINGS.cache_root = Path(cache_root).expanduser() if cache_root is not None else None
     _SETTINGS.data_root = Path(data_root).expanduser().resolve() if data_root is not None else None
+    _SETTINGS.cache_max = parse_size(cache_max, "cache_max") if cache_max is not None else None
+    _SETTINGS.memory_cache_bytes = parse_size(memory_cache_bytes, "memory_cache_bytes") if memory_cache_bytes is not None else None
+    if cache_layers is not None and cache_layers not in CACHE_LAYER_CHOICES:
+        raise ValueError(f"cache_layers={cache_layers!r}: choose one of {', '.join(CACHE_LAYER_CHOICES)}")
+    _SETTINGS.cache_layers = cache_layers
     clear()
+
+
+def parse_size(value: int | str, name: str) -> int:
+    """Bytes from ``1048576``, ``"500M"``, ``"2G"``, ``"1.5GiB"`` (binary units); a ValueError naming ``name``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"{name}={value} is negative; give a size in bytes")
+        return value
+    text = str(value).strip().upper().removesuffix("IB").removesuffix("B")
+    number, unit = (text[:-1], text[-1]) if text and text[-1] in _SIZE_UNITS else (text, "")
+    try:
+        size = float(number)
+    except ValueError:
+        size = -1.0
+    if not size >= 0 or size == float("inf"):
+        raise ValueError(f"{name}={value!r} is not a size: give bytes or a number with K, M, G or T (e.g. 500M, 2G)")
+    return int(size * _SIZE_UNITS[unit])
+
+
+def cache_budget() -> int:
+    """The most bytes the whole cache folder may hold (see the module docstring)."""
+    if _SETTINGS.cache_max is not None:
+        return _SETTINGS.cache_max
+    configured = os.environ.get(CACHE_MAX_VARIABLE, "").strip()
+    return parse_size(configured, CACHE_MAX_VARIABLE) if configured else DEFAULT_CACHE_MAX
+
+
+def cache_layers() -> str:
+    """``"spec"``: model runs keep only the token-state layers asked for; ``"all"``: every layer (grids)."""
+    if _SETTINGS.cache_layers is not None:
+        return _SETTINGS.cache_layers
+    configured = os.environ.get(CACHE_LAYERS_VARIABLE, "").strip() or "spec"
+    if configured not in CACHE_LAYER_CHOICES:
+        raise ValueError(f"{CACHE_LAYERS_VARIABLE}={configured!r}: choose one of {', '.join(CACHE_LAYER_CHOICES)}")
+    return configured
+
+
+def memory_cache_bytes() -> int:
+    """The byte bound of the in-process token-state cache."""
+    return _SETTINGS.memory_cache_bytes if _SETTINGS.memory_cache_bytes is not None else DEFAULT_MEMORY_CACHE_BYTES
 
 
 def clear() -> None:
@@ -201,6 +279,7 @@ def data_path(*parts: str) -> Path:
 def cache_root(create: bool = True) -> Path:
     """The folder for every cache embedlab writes (token states, static tables, unpacked models);
     ``create=False`` names it without making it (for a cache that may be read-only)."""
+    cache_budget()  # a bad EMBEDLAB_CACHE_MAX is reported before any work, not at the first write
     configured = _SETTINGS.cache_root or os.environ.get("EMBEDLAB_CACHE")
     root = Path(configured).expanduser() if configured else Path.home() / ".cache" / "embedlab"
     if create:
@@ -270,6 +349,136 @@ def warn_unwritable(folder: Path, error: OSError) -> None:
     _UNWRITABLE_WARNED.get(str(folder), warn)
 
 
+_CACHE_BYTES = memo("runtime.cache bytes")  # cache root -> [bytes]: the last scan plus this process's writes since
+
+
+def mark_recomputable(folder: Path) -> None:
+    """Declare that the entry files directly in ``folder`` (``*.safetensors``, ``*.pack``) may be evicted:
+    its owner recomputes a missing entry. A read-only folder is left as it is."""
+    marker = folder / RECOMPUTABLE_MARKER
+    if not marker.exists():
+        try:
+            marker.touch()
+        except OSError:
+            pass  # nothing can be written there, so nothing will need evicting either
+
+
+def record_use(path: Path) -> None:
+    """Note that a cache entry was just read (its modification time is its last use, for eviction)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass  # a read-only cache: it cannot grow either
+
+
+@dataclass(frozen=True)
+class CacheKind:
+    """What one top-level folder of the cache holds (``embedlab cache info``)."""
+
+    name: str
+    bytes: int
+    entries: int  # evictable entry files (packs, safetensors)
+    recomputable: bool  # every entry file in it may be evicted
+
+
+def _scan(root: Path) -> tuple[int, list[tuple[int, int, Path]], dict[str, list[int]]]:
+    """(total bytes under ``root``, evictable entries as (last use ns, bytes, path), per kind [bytes, entries, marked])."""
+    total = 0
+    candidates: list[tuple[int, int, Path]] = []
+    kinds: dict[str, list[int]] = {}
+    for folder, _, files in os.walk(root):  # symbolic links are counted, never followed
+        marked = RECOMPUTABLE_MARKER in files
+        relative = Path(folder).relative_to(root).parts
+        kind = kinds.setdefault(relative[0], [0, 0, 0]) if relative else None
+        if kind is not None and marked:
+            kind[2] = 1
+        for name in files:
+            try:
+                status = os.lstat(os.path.join(folder, name))
+            except OSError:
+                continue  # removed by another process meanwhile
+            total += status.st_size
+            if kind is not None:
+                kind[0] += status.st_size
+            if marked and name.endswith(ENTRY_SUFFIXES) and not name.startswith("."):
+                candidates.append((status.st_mtime_ns, status.st_size, Path(folder) / name))
+                if kind is not None:
+                    kind[1] += 1
+    return total, candidates, kinds
+
+
+def cache_kinds() -> list[CacheKind]:
+    """Every top-level folder of the cache with its size and evictable entries, largest first."""
+    root = cache_root(create=False)
+    if not root.is_dir():
+        return []
+    _, _, kinds = _scan(root)
+    return sorted((CacheKind(name, size, entries, bool(marked)) for name, (size, entries, marked) in kinds.items()),
+                  key=lambda kind: -kind.bytes)
+
+
+def cache_size() -> int:
+    """Bytes under the cache root (files of every kind)."""
+    root = cache_root(create=False)
+    return _scan(root)[0] if root.is_dir() else 0
+
+
+def evict_to_budget(budget: int | None = None) -> int:
+    """Delete the least recently used evictable entries until the cache holds at most ``budget`` bytes
+    (default :func:`cache_budget`); returns the bytes left. Files that are not recomputable (trained
+    weights, checkpoints, unpacked models) count towards the total but are never deleted."""
+    root = cache_root(create=False)
+    budget = cache_budget() if budget is None else budget
+    if not root.is_dir():
+        return 0
+    total, candidates, _ = _scan(root)
+    for _, size, path in sorted(candidates, key=lambda candidate: candidate[0]):
+        if total <= budget:
+            break
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass  # evicted by another process
+        except OSError:
+            continue  # a read-only folder: nothing to reclaim there
+        total -= size
+    return total
+
+
+def record_cache_write(nbytes: int) -> None:
+    """Account for ``nbytes`` just written to the cache and evict down to the budget when over it.
+
+    The first write in a process scans the cache; later ones add to that figure and scan again only
+    when it passes the budget, so a write costs a directory walk only when eviction may be due (another
+    process's writes are seen at that walk).
+    """
+    root = cache_root(create=False)
+    known = _CACHE_BYTES.get(str(root), lambda: [-1])
+    if known[0] >= 0:
+        known[0] += nbytes
+    if known[0] < 0 or known[0] > cache_budget():
+        known[0] = evict_to_budget()
+
+
+def clear_cache(kind: str | None = None) -> int:
+    """Delete every recomputable folder of the cache (or only those under the top-level folder ``kind``);
+    returns the bytes freed. Folders that are not recomputable are kept."""
+    root = cache_root(create=False)
+    if not root.is_dir():
+        return 0
+    freed = 0
+    for folder, subfolders, files in os.walk(root):
+        path = Path(folder)
+        if RECOMPUTABLE_MARKER in files and (kind is None or path.relative_to(root).parts[:1] == (kind,)):
+            for name in files:
+                if name != RECOMPUTABLE_MARKER:  # the folder stays recomputable
+                    freed += os.lstat(path / name).st_size
+                    (path / name).unlink(missing_ok=True)
+            subfolders.clear()
+    _CACHE_BYTES.clear()
+    return freed
+
+
 def atomic_write_bytes(path: Path, payload: bytes | Sequence[bytes | memoryview]) -> None:
     """Write ``payload`` so that readers see either the old file or the whole new one, never a part.
 
@@ -325,6 +534,7 @@ class ArrayStore:
         except OSError:
             return cache_root(create=False) / self.kind
         remove_orphan_temporaries(folder)
+        mark_recomputable(folder)
         return folder
 
     def path(self, key: str) -> Path:
@@ -346,6 +556,7 @@ class ArrayStore:
         if header.get("key") != key or header.get("sha256") != _array_digest(array):
             self._damaged(path, "checksum or key mismatch")
             return None
+        record_use(path)
         return array
 
     def save(self, key: str, array: np.ndarray) -> None:
@@ -353,10 +564,13 @@ class ArrayStore:
 
         array = np.ascontiguousarray(array)
         metadata = {"key": key, "sha256": _array_digest(array)}
+        payload = safetensors_save({"array": array}, metadata=metadata)
         try:
-            atomic_write_bytes(self.path(key), safetensors_save({"array": array}, metadata=metadata))
+            atomic_write_bytes(self.path(key), payload)
         except OSError as error:
             warn_unwritable(cache_root(create=False) / self.kind, error)
+            return
+        record_cache_write(len(payload))
 
     def get(self, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
         """The stored array, or ``compute()`` stored under ``key``."""

@@ -123,3 +123,59 @@ def test_progress_bars_only_for_a_watched_terminal(monkeypatch):
             runtime.set_progress("loud")
     finally:
         runtime.set_progress("auto")
+
+
+# --- the cache budget (issue 13) ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [("1048576", 1 << 20), ("500M", 500 << 20), ("2G", 2 << 30), ("2GiB", 2 << 30),
+                                            ("1.5g", 3 << 29), ("64k", 64 << 10), ("0", 0), (" 3T ", 3 << 40), ("10b", 10)])
+def test_sizes_are_read_in_binary_units(text, expected):
+    from embedlab.runtime import parse_size
+
+    assert parse_size(text, "X") == expected
+
+
+@pytest.mark.parametrize("text", ["lots", "-5M", "2 GB please", "", "nan", "inf", "5Q"])
+def test_a_bad_cache_budget_is_an_error_naming_the_variable(text, monkeypatch):
+    from embedlab import runtime
+
+    monkeypatch.setenv("EMBEDLAB_CACHE_MAX", text)
+    if not text:
+        assert runtime.cache_budget() == 2 << 30  # unset or empty: the default
+        return
+    with pytest.raises(ValueError, match=f"EMBEDLAB_CACHE_MAX={text!r} is not a size"):
+        runtime.cache_root()  # checked where the cache is first named, before any work
+
+
+def test_array_store_entries_are_evicted_least_recently_used_and_recomputed(tmp_path, monkeypatch):
+    import numpy as np
+
+    from embedlab import runtime
+    from embedlab.runtime import ArrayStore
+
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
+    keep = tmp_path / "token_weights" / "learned.safetensors"  # not an ArrayStore folder: never evicted
+    keep.parent.mkdir()
+    keep.write_bytes(b"\0" * 1000)
+    arrays = {key: np.full(10_000, index, dtype=np.float32) for index, key in enumerate("abcd")}  # 40 KB each
+    budget = 1000 + 3 * 40_500  # the kept file and about three entries
+    runtime.configure(cache_max=budget)
+    try:
+        store = ArrayStore("eval")
+        for key in "abc":
+            store.save(key, arrays[key])
+        assert store.load("a") is not None  # a is now used more recently than b
+        store.save("d", arrays["d"])
+        assert runtime.cache_size() <= budget
+        assert not store.path("b").exists() and all(store.path(key).exists() for key in "acd") and keep.exists()
+        calls = []
+        again = store.get("b", lambda: calls.append("b") or arrays["b"])  # evicted: recomputed, written again
+        np.testing.assert_array_equal(again, arrays["b"])
+        assert calls == ["b"] and runtime.cache_size() <= budget and keep.exists()
+        kinds = {kind.name: kind for kind in runtime.cache_kinds()}
+        assert kinds["eval"].recomputable and kinds["eval"].entries == 3 and not kinds["token_weights"].recomputable
+        assert runtime.clear_cache("eval") > 100_000 and not list((tmp_path / "eval").glob("*.safetensors")) and keep.exists()
+        store.save("e", arrays["a"])  # the folder is still marked recomputable after clearing
+        assert {kind.name: kind for kind in runtime.cache_kinds()}["eval"].entries == 1
+    finally:
+        runtime.configure()

@@ -11,22 +11,47 @@ Transformer → Pooling → Normalize:
 (:mod:`embedlab.methods.pooled`) builds one from a spec. What the target texts determine — idf^T and
 the fitted chain — is not part of the pipeline but passed in (``idf``) or returned (``fit_post``), so one
 pipeline serves any number of fits.
+
+Stages 1–3 stream: :meth:`PoolingPipeline.pool` takes the texts a chunk at a time (about
+``STREAM_CHARACTERS`` characters, so a chunk's token states are a bounded number of MB whatever the
+corpus), turns the chunk's token states into its pooled vectors and lets them go. Every stage 2–3
+statistic is per text or given (idf over all the target texts comes from a tokenisation pass, not from
+token states), so the vectors equal a one-shot pass; post-processing is fitted on the pooled vectors of
+all texts, which are small. A list of texts shorter than one chunk (STS-B test is 160,000 characters) is
+pooled in one piece, as before, so the research grid's shared layouts still apply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from embedlab.models import LoadedModel
 from embedlab.pooling.aggregation import aggregate, select_tokens, token_weights
 from embedlab.pooling.postprocess import Chain, fit_chain
-from embedlab.pooling.sources import TokenSource, tokenized_texts
+from embedlab.pooling.sources import TokenSource, release_layouts, tokenized_texts
 from embedlab.pooling.weights import idf_from_documents, reference_token_statistics
 
 WEIGHTINGS = ("none", "idf-target", "idf-ref")
+# Characters of text pooled per chunk: ≈ 60,000 word pieces, ≈ 90 MB of one layer's float32 states at d = 384.
+STREAM_CHARACTERS = 1 << 18
+
+
+def stream_chunks(texts: Sequence[str], characters: int = STREAM_CHARACTERS) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of consecutive runs of texts holding about ``characters`` characters each (at
+    least one text per run: a book-length text is a run of its own)."""
+    start, size = 0, 0
+    for index, text in enumerate(texts):
+        size += len(text)
+        if size >= characters:
+            yield start, index + 1
+            start, size = index + 1, 0
+    if start < len(texts):
+        yield start, len(texts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,8 +93,35 @@ class PoolingPipeline:
         """Stage 2's idf with ``texts`` as the target (see :meth:`TokenSelection.idf`)."""
         return self.selection.idf(self.model, texts)
 
-    def pool(self, texts: list[str], idf: np.ndarray | None, batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
-        """Stages 1–3: (n, d) pooled vectors, before post-processing."""
+    def pool(
+        self,
+        texts: list[str],
+        idf: np.ndarray | None,
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        chunk_characters: int = STREAM_CHARACTERS,
+    ) -> np.ndarray:
+        """Stages 1–3: (n, d) pooled vectors, before post-processing, streamed chunk by chunk (see the
+        module docstring); only one chunk's token vectors are held at a time."""
+        chunks = list(stream_chunks(texts, chunk_characters))
+        if len(chunks) <= 1:
+            return self._pool_chunk(texts, idf, batch_size, show_progress_bar)
+        pooled: np.ndarray | None = None
+        with tqdm(total=len(texts), desc="encoding", unit="text", disable=not show_progress_bar) as progress:
+            for start, stop in chunks:
+                try:
+                    piece = self._pool_chunk(texts[start:stop], idf, batch_size, False)
+                except ValueError as error:  # "text at index i" of the chunk is text start + i of the call
+                    message = re.sub(r"text at index (\d+)", lambda match: f"text at index {int(match[1]) + start}", str(error))
+                    raise ValueError(message) from error
+                if pooled is None:
+                    pooled = np.empty((len(texts), piece.shape[1]), dtype=piece.dtype)
+                pooled[start:stop] = piece
+                release_layouts()
+                progress.update(stop - start)
+        return pooled
+
+    def _pool_chunk(self, texts: list[str], idf: np.ndarray | None, batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         flat, matrix = self.source.token_vectors(texts, batch_size, show_progress_bar)
         keep = select_tokens(flat, self.selection.include_special, self.selection.excluded_vocab)
         return aggregate(matrix, flat, token_weights(flat, keep, idf), keep, self.aggregation)

@@ -107,6 +107,12 @@ def layout_of(states: Sequence[TokenStates]) -> TokenLayout:
     return _LAYOUTS.get(tuple(map(id, states)), lambda: TokenLayout(states))
 
 
+def release_layouts() -> None:
+    """Forget the remembered layout (and the token states it holds): a streamed encode calls this after
+    each chunk, whose layout no later configuration can share, so that one chunk at a time is held."""
+    _LAYOUTS.clear()
+
+
 def tokenized_texts(model: LoadedModel, texts: Sequence[str]) -> FlatTokens:
     """Texts as token ids only, laid flat: the whole text, special tokens added once (no length limit).
 
@@ -124,14 +130,16 @@ def tokenized_texts(model: LoadedModel, texts: Sequence[str]) -> FlatTokens:
 
 @dataclass(frozen=True, eq=False)
 class ContextualTokens:
-    """Token states of ``model`` (cached per text), averaged over ``layers``, with an optional prompt template."""
+    """Token states of ``model`` (cached per text and layer, only ``layers`` kept), averaged over ``layers``,
+    with an optional prompt template."""
 
     model: LoadedModel
     layers: tuple[int, ...]
     template: Template | None = None
 
     def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
-        states = store_for(self.model).compute(texts, template=self.template, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        states = store_for(self.model).compute(texts, template=self.template, batch_size=batch_size,
+                                               show_progress_bar=show_progress_bar, layers=self.layers)
         layout = layout_of(states)
         return layout.flat(special_token_ids(self.model)), layout.matrix(self.layers)
 

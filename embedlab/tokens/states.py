@@ -1,15 +1,24 @@
-"""Token states: every layer's token vectors for a text, computed once and cached on disk.
+"""Token states: the layers' token vectors of a text, computed once and cached on disk.
 
 Layers follow the pooling paper (§3.1): -1 = static token embeddings (the word-embedding lookup),
 0 = the embedding output, 1…L = the transformer blocks. A text longer than the model's input is split
 into sentence-packed chunks (neural-embeddings paper, Appendix A); each chunk is run with its own
 special tokens and the chunks' token states are concatenated, so nothing is truncated.
 
-The disk cache is keyed by content: model fingerprint, template and text. Entries are appended to
-pack files written atomically and found through a SQLite index (``PackStore``); each carries a
-checksum and its own key, so an entry that fails to load or verify, or an index row that points at
-another entry, is recomputed. A damaged index is moved aside and a new one built; a cache folder that
-cannot be written (read-only, full) is warned about once and the states are computed without caching.
+The model computes every layer in one run, but a pooling spec reads one or two of them, so what is
+kept follows the request: :meth:`TokenStateStore.compute` returns, holds in memory and writes to disk
+only the layers it was asked for. A research grid that will pool many layer choices from the same
+texts asks for every layer explicitly (``runtime.configure(cache_layers="all")`` or
+``EMBEDLAB_CACHE_LAYERS=all``): each model run then stores all layers, and later configurations read
+them instead of running the model again.
+
+The disk cache is keyed by content: model fingerprint, template, text and layer (one entry per text
+and layer, float32). Entries are appended to pack files written atomically and found through a SQLite
+index (``PackStore``); each carries a checksum and its own key, so an entry that fails to load or
+verify, or an index row that points at another entry, is recomputed. A damaged index is moved aside and
+a new one built; a cache folder that cannot be written (read-only, full) is warned about once and the
+states are computed without caching. Packs count towards the cache budget (``EMBEDLAB_CACHE_MAX``) and
+the least recently read are evicted whole (:mod:`embedlab.runtime`); an evicted entry is recomputed.
 """
 
 from __future__ import annotations
@@ -34,28 +43,56 @@ from safetensors.numpy import load as safetensors_load
 from tqdm.auto import tqdm
 
 from embedlab.models import LoadedModel
-from embedlab.runtime import atomic_write_bytes, cache_dir, cache_root, memo, remove_orphan_temporaries, warn_unwritable
+from embedlab.runtime import (
+    atomic_write_bytes,
+    cache_budget,
+    cache_dir,
+    cache_layers,
+    cache_root,
+    mark_recomputable,
+    memo,
+    memory_cache_bytes,
+    record_cache_write,
+    record_use,
+    remove_orphan_temporaries,
+    warn_unwritable,
+)
 from embedlab.data.sentences import chunk_token_ids
 from embedlab.tokens.templates import Template
 
 logger = logging.getLogger(__name__)
 
-CACHE_FORMAT = "4"  # 4: every entry records its key
-PACK_BYTES = 256 << 20  # new entries are written in packs of about this size
+CACHE_FORMAT = "5"  # 4: every entry records its key; 5: one entry per text and layer (older entries never match)
+PACK_BYTES = 256 << 20  # new entries are written in packs of about this size (an eighth of a smaller budget)
 _SAFETENSORS_DTYPES = {"<f4": "F32", "<i8": "I64", "<i4": "I32", "|u1": "U8"}
 
 
 @dataclass
 class TokenStates:
-    """All layers' vectors of one text's tokens (chunks concatenated)."""
+    """Some layers' vectors of one text's tokens (chunks concatenated)."""
 
     token_ids: np.ndarray  # (N,) int64
-    states: np.ndarray  # (L+2, N, d) float32; states[layer + 1] is layer `layer`
+    states: np.ndarray  # (k, N, d) float32: states[i] is layer layers[i]
     chunk_ids: np.ndarray  # (N,) int32: which chunk each token came from
     template_mask: np.ndarray  # (N,) bool: the [MASK] tokens a prompt template inserted
+    layers: tuple[int, ...] = ()  # () = every layer, -1 … L, so states[layer + 1] is layer `layer`
+
+    def __post_init__(self) -> None:
+        if not self.layers:
+            self.layers = tuple(range(-1, self.states.shape[0] - 1))
 
     def layer(self, layer: int) -> np.ndarray:
-        return self.states[layer + 1]
+        try:
+            return self.states[self.layers.index(layer)]
+        except ValueError:
+            raise KeyError(f"layer {layer} was not kept for these token states (they hold layers {self.layers})") from None
+
+    def only(self, layer: int, copy: bool = False) -> TokenStates:
+        """The states of one layer: a view, or with ``copy`` an array of its own (so that holding it does
+        not hold the other layers' memory)."""
+        position = self.layers.index(layer)
+        states = self.states[position : position + 1]
+        return TokenStates(self.token_ids, states.copy() if copy else states, self.chunk_ids, self.template_mask, (layer,))
 
     @property
     def num_tokens(self) -> int:
@@ -81,7 +118,8 @@ class TokenStates:
             "chunk_ids": np.ascontiguousarray(self.chunk_ids, dtype=np.int32),
             "template_mask": self.template_mask.astype(np.uint8),
         }
-        header: dict[str, object] = {"__metadata__": {"format": CACHE_FORMAT, "key": key, "checksum": self.checksum()}}
+        header: dict[str, object] = {"__metadata__": {"format": CACHE_FORMAT, "key": key, "checksum": self.checksum(),
+                                                      "layers": ",".join(map(str, self.layers))}}
         offset = 0
         for name, array in arrays.items():
             header[name] = {"dtype": _SAFETENSORS_DTYPES[array.dtype.str], "shape": list(array.shape),
@@ -105,13 +143,18 @@ class TokenStates:
             raise ValueError("token-state entry has an unknown format")
         if key is not None and metadata.get("key") != key:
             raise ValueError(f"index row points at the entry of another key ({str(metadata.get('key'))[:16]})")
+        try:
+            layers = tuple(int(layer) for layer in str(metadata.get("layers", "")).split(","))
+        except ValueError:
+            raise ValueError("token-state entry does not say which layers it holds") from None
         states = cls(
             token_ids=tensors["token_ids"],
             states=tensors["states"],
             chunk_ids=tensors["chunk_ids"],
             template_mask=tensors["template_mask"].astype(bool),
+            layers=layers,
         )
-        if states.states.ndim != 3 or states.states.shape[1] != states.num_tokens:
+        if states.states.ndim != 3 or states.states.shape[1] != states.num_tokens or states.states.shape[0] != len(layers):
             raise ValueError("token-state entry has inconsistent shapes")
         if states.checksum() != metadata.get("checksum"):
             raise ValueError("token-state entry fails its checksum")
@@ -129,21 +172,27 @@ class _Sequence:
 class TokenStateStore:
     """Computes and caches token states for one model.
 
-    An in-memory LRU (bounded in bytes) sits in front of the disk cache so that several pooling
-    configurations over the same texts in one process do not even re-read the disk.
+    An in-memory LRU (bounded in bytes, ``runtime.configure(memory_cache_bytes=...)``, 256 MiB by default)
+    sits in front of the disk cache so that several pooling configurations over the same texts in one
+    process do not even re-read the disk. Both caches hold one entry per text and layer.
     """
 
-    def __init__(self, model: LoadedModel, use_disk_cache: bool = True, memory_limit_bytes: int = 4 << 30) -> None:
+    def __init__(self, model: LoadedModel, use_disk_cache: bool = True, memory_limit_bytes: int | None = None) -> None:
         self.model = model
         self.use_disk_cache = use_disk_cache
-        self.memory_limit_bytes = memory_limit_bytes
+        self.memory_limit_bytes = memory_cache_bytes() if memory_limit_bytes is None else memory_limit_bytes
         self._memory: OrderedDict[str, TokenStates] = OrderedDict()
         self._memory_bytes = 0
 
+    @property
+    def all_layers(self) -> tuple[int, ...]:
+        """-1 (static token embeddings), 0 (embedding output), 1 … L."""
+        return tuple(range(-1, self.model.num_layers + 1))
+
     # -- keys and cache -------------------------------------------------------------------------
-    def key(self, text: str, template: Template | None) -> str:
+    def key(self, text: str, template: Template | None, layer: int) -> str:
         digest = hashlib.sha256()
-        for piece in (CACHE_FORMAT, self.model.fingerprint, template.text if template else "", text):
+        for piece in (CACHE_FORMAT, self.model.fingerprint, template.text if template else "", str(layer), text):
             digest.update(piece.encode("utf-8"))
             digest.update(b"\x00")
         return digest.hexdigest()
@@ -152,9 +201,11 @@ class TokenStateStore:
         if key in self._memory:
             self._memory.move_to_end(key)
             return
+        if states.states.nbytes > self.memory_limit_bytes:
+            return  # would evict everything and still not fit
         self._memory[key] = states
         self._memory_bytes += states.states.nbytes
-        while self._memory_bytes > self.memory_limit_bytes and len(self._memory) > 1:
+        while self._memory_bytes > self.memory_limit_bytes:
             _, dropped = self._memory.popitem(last=False)
             self._memory_bytes -= dropped.states.nbytes
 
@@ -212,43 +263,65 @@ class TokenStateStore:
         template: Template | None = None,
         batch_size: int = 32,
         show_progress_bar: bool | None = None,
+        layers: Sequence[int] | None = None,
     ) -> list[TokenStates]:
-        """Token states for every text, from the caches where present, else from the model.
+        """Token states of ``layers`` (default: every layer) for every text, from the caches where
+        present, else from the model.
 
-        New entries go to the disk cache in packs of up to ``PACK_BYTES``, written on this thread
-        while the model waits (see ``PackStore`` for why packs, and why not a background thread).
+        A text runs through the model when any of its requested layers is missing; what is kept of the
+        run, in memory and on disk, is the requested layers, or every layer when the process asked for
+        them all (``runtime.cache_layers() == "all"``). New entries go to the disk cache in packs of up
+        to ``PACK_BYTES`` (an eighth of a smaller cache budget), written on this thread while the model
+        waits (see ``PackStore`` for why packs, and why not a background thread).
         """
-        keys = [self.key(text, template) for text in texts]
-        results = self._load_cached(keys)
+        layers = self.all_layers if layers is None else tuple(layers)
+        unknown = [layer for layer in layers if layer not in self.all_layers]
+        if unknown or not layers:
+            raise ValueError(f"layer {unknown[0] if unknown else '(none)'} is outside -1..{self.model.num_layers} for this model")
+        kept = self.all_layers if cache_layers() == "all" else layers
+        keys = [self.key(text, template, layer) for text in texts for layer in layers]
+        found = self._load_cached(keys)
+        present = {key for key, states in zip(keys, found) if states is not None}
+        results: list[TokenStates | None] = []
         missing: dict[str, int] = {}
-        for index, (key, found) in enumerate(zip(keys, results)):
-            if found is None and key not in missing:
-                missing[key] = index
+        for index, text in enumerate(texts):
+            parts = found[index * len(layers) : (index + 1) * len(layers)]
+            if all(part is not None for part in parts):
+                results.append(_joined(parts, layers))  # type: ignore[arg-type]
+            else:
+                results.append(None)
+                missing.setdefault(text, index)
         if not missing:
             return results  # type: ignore[return-value]
-        missing_keys = list(missing)
+        missing_texts = list(missing)
         fresh: dict[str, TokenStates] = {}
-
         pending: list[tuple[str, TokenStates]] = []
         pending_bytes = 0
+        pack_limit = max(1, min(PACK_BYTES, cache_budget() // 8)) if self.use_disk_cache else 0
 
         def ready(position: int, states: TokenStates) -> None:
             nonlocal pending_bytes
-            key = missing_keys[position]
-            fresh[key] = states
-            self._remember(key, states)
-            if self.use_disk_cache:
-                pending.append((key, states))
-                pending_bytes += states.states.nbytes
-                if pending_bytes >= PACK_BYTES:
-                    self._packs().write(pending)
-                    pending.clear()
-                    pending_bytes = 0
+            text = missing_texts[position]
+            singles = {kept[0]: states} if len(kept) == 1 else {layer: states.only(layer, copy=True) for layer in kept}
+            if len(layers) == 1:
+                fresh[text] = singles[layers[0]]  # the object the memory cache holds: layouts find it again
+            else:
+                fresh[text] = states if kept == layers else _joined([singles[layer] for layer in layers], layers)
+            for layer, single in singles.items():
+                key = self.key(text, template, layer)
+                self._remember(key, single)
+                if self.use_disk_cache and key not in present:
+                    pending.append((key, single))
+                    pending_bytes += single.states.nbytes
+            if pending and pending_bytes >= pack_limit:
+                self._packs().write(pending)
+                pending.clear()
+                pending_bytes = 0
 
-        self._run_model([texts[index] for index in missing.values()], template, batch_size, show_progress_bar, ready)
+        self._run_model(missing_texts, template, batch_size, show_progress_bar, ready, kept)
         if pending:
             self._packs().write(pending)
-        return [found if found is not None else fresh[key] for key, found in zip(keys, results)]
+        return [states if states is not None else fresh[text] for text, states in zip(texts, results)]
 
     @torch.inference_mode()
     def _run_model(
@@ -258,8 +331,10 @@ class TokenStateStore:
         batch_size: int,
         show_progress_bar: bool | None,
         ready: Callable[[int, TokenStates], None],
+        layers: tuple[int, ...],
     ) -> None:
-        """Run the model over all texts' sequences, longest first; call ``ready`` as each text completes."""
+        """Run the model over all texts' sequences, longest first; call ``ready`` with ``layers`` of each
+        text as it completes (the other layers of a batch are dropped as soon as it is done)."""
         encoded = self.model.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
         sequences = [
             sequence for index, (text, ids) in enumerate(zip(texts, encoded)) for sequence in self._sequences(index, text, list(ids), template)
@@ -282,17 +357,18 @@ class TokenStateStore:
                 attention[row, : len(sequence.input_ids)] = 1
             input_ids, attention = input_ids.to(device), attention.to(device)
             hidden = model(input_ids=input_ids, attention_mask=attention, output_hidden_states=True).hidden_states
-            layers = [layer.float().cpu().numpy() for layer in (embed(input_ids), *hidden)]  # L+2 × (b, width, d)
+            outputs = [embed(input_ids) if layer == -1 else hidden[layer] for layer in layers]  # each (b, width, d)
+            outputs = [output.float().cpu().numpy() for output in outputs]
             for row, sequence in enumerate(batch):
-                # one copy per sequence, straight into its own (L+2, length, d) array
+                # one copy per sequence, straight into its own (k, length, d) array
                 length = len(sequence.input_ids)
-                states = np.empty((len(layers), length, layers[0].shape[-1]), dtype=np.float32)
-                for index, layer in enumerate(layers):
-                    states[index] = layer[row, :length]
+                states = np.empty((len(outputs), length, outputs[0].shape[-1]), dtype=np.float32)
+                for index, output in enumerate(outputs):
+                    states[index] = output[row, :length]
                 done[sequence.text_index].append((sequence, states))
                 remaining[sequence.text_index] -= 1
                 if remaining[sequence.text_index] == 0:
-                    ready(sequence.text_index, _assemble(done[sequence.text_index]))
+                    ready(sequence.text_index, _assemble(done[sequence.text_index], layers))
                     done[sequence.text_index] = []
 
 
@@ -306,6 +382,9 @@ class PackStore:
     learns of it; each entry keeps its own checksum, so a damaged entry is detected when read and
     recomputed into a new pack, and its index row is replaced. Packs are written on the calling thread:
     a background writer measured no faster here, the model already keeping both cores busy.
+
+    Packs are the unit of the cache budget: reading a pack records its use, eviction deletes whole
+    packs, and the index rows of a pack found missing are dropped (its entries are recomputed).
     """
 
     def __init__(self, folder: Path) -> None:
@@ -313,6 +392,7 @@ class PackStore:
         self.index_path = folder / "index.sqlite"
         if folder.is_dir():
             remove_orphan_temporaries(folder)
+            mark_recomputable(folder)
 
     @contextmanager
     def _index(self) -> Iterator[sqlite3.Connection]:
@@ -380,9 +460,14 @@ class PackStore:
             path = self.folder / pack
             try:
                 stream = open(path, "rb")
+            except FileNotFoundError:  # evicted to keep the cache budget (or deleted by hand)
+                logger.info("recomputing %d token-state entries: pack %s was evicted", len(items), path)
+                self._forget_pack(pack)
+                continue
             except OSError as error:
                 logger.warning("recomputing %d token-state entries: pack %s is unreadable (%s)", len(items), path, error)
                 continue
+            record_use(path)
             with stream:
                 for offset, length, key in sorted(items):
                     stream.seek(offset)
@@ -419,6 +504,16 @@ class PackStore:
                 self._insert(rows)  # into the new index
         except (OSError, sqlite3.OperationalError) as error:
             warn_unwritable(self.folder, error if isinstance(error, OSError) else OSError(str(error)))
+            return
+        record_cache_write(offset)
+
+    def _forget_pack(self, pack: str) -> None:
+        """Drop the index rows of a pack that is gone, so later reads do not look for it."""
+        try:
+            with self._index() as connection, connection:
+                connection.execute("DELETE FROM entries WHERE pack = ?", (pack,))
+        except (_IndexMovedAside, sqlite3.OperationalError):
+            pass  # a read-only or locked index: the rows only cost a failed open next time
 
     def _insert(self, rows: list[tuple[str, str, int, int]]) -> None:
         with self._index() as connection, connection:
@@ -429,8 +524,16 @@ class _IndexMovedAside(Exception):
     """Raised inside :class:`PackStore` after a damaged index was moved aside (its rows are gone)."""
 
 
-def _assemble(parts: list[tuple[_Sequence, np.ndarray]]) -> TokenStates:
-    """One text's token states from its chunks' outputs, in chunk order."""
+def _joined(parts: Sequence[TokenStates], layers: tuple[int, ...]) -> TokenStates:
+    """One text's states of several layers from its one-layer entries (a single entry is returned as is)."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    return TokenStates(first.token_ids, np.concatenate([part.states for part in parts]), first.chunk_ids, first.template_mask, layers)
+
+
+def _assemble(parts: list[tuple[_Sequence, np.ndarray]], layers: tuple[int, ...]) -> TokenStates:
+    """One text's token states (of ``layers``) from its chunks' outputs, in chunk order."""
     parts = sorted(parts, key=lambda part: part[0].chunk_index)
     masks = []
     for sequence, _ in parts:
@@ -442,6 +545,7 @@ def _assemble(parts: list[tuple[_Sequence, np.ndarray]]) -> TokenStates:
         states=parts[0][1] if len(parts) == 1 else np.concatenate([states for _, states in parts], axis=1),
         chunk_ids=np.concatenate([np.full(len(sequence.input_ids), sequence.chunk_index, dtype=np.int32) for sequence, _ in parts]),
         template_mask=np.concatenate(masks),
+        layers=layers,
     )
 
 
@@ -451,3 +555,19 @@ _SHARED_STORES = memo("token-state stores")
 def store_for(model: LoadedModel) -> TokenStateStore:
     """One shared store per loaded model, so every method over that model shares the memory cache."""
     return _SHARED_STORES.get((str(model.path), model.fingerprint), lambda: TokenStateStore(model))
+
+
+def indexed_entries(folder: Path) -> int:
+    """Token-state entries (text × layer) the indexes under ``folder`` (``<cache>/token_states``) point at,
+    for ``embedlab cache info``; rows of evicted packs are counted until a read drops them."""
+    total = 0
+    for index_path in sorted(folder.glob("*/index.sqlite")):
+        try:
+            connection = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
+            try:
+                total += connection.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+            finally:
+                connection.close()
+        except sqlite3.Error:
+            continue  # damaged or locked: it is moved aside or read when next used
+    return total

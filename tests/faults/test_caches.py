@@ -150,17 +150,17 @@ def test_every_other_array_store_verifies_on_read(kind, fault, minilm, sts_pairs
 
 @pytest.fixture
 def packed(minilm, sts_pairs, isolated_cache):
-    """Four texts' clean token states, written into one pack; returns (texts, clean states, pack store, keys)."""
+    """Four texts' clean last-layer token states, written into one pack; returns (texts, clean states, pack store, keys)."""
     texts = sts_pairs[:4]
     store = TokenStateStore(minilm)
-    clean = store.compute(texts)
-    keys = [store.key(text, None) for text in texts]
+    clean = store.compute(texts, layers=(minilm.num_layers,))
+    keys = [store.key(text, None, minilm.num_layers) for text in texts]
     return texts, clean, store._packs(), keys
 
 
 def recomputed_states(minilm, texts):
     runtime.clear()
-    return TokenStateStore(minilm).compute(texts)
+    return TokenStateStore(minilm).compute(texts, layers=(minilm.num_layers,))
 
 
 def assert_states_close(found, clean) -> None:
@@ -395,7 +395,7 @@ def test_a_pack_writer_killed_mid_write_leaves_no_entry_and_no_orphan(minilm, is
     kill_mid_write("pack", isolated_cache)
     runtime.clear()
     store = TokenStateStore(minilm)
-    assert store._packs().locations([store.key(text, None)]) == {}  # the index never learnt of the pack
+    assert store._packs().locations([store.key(text, None, minilm.num_layers)]) == {}  # the index never learnt of the pack
     assert not list(isolated_cache.rglob("*.tmp"))
     assert_states_close(store.compute([text]), clean)
 
@@ -445,7 +445,7 @@ def test_concurrent_writers_share_one_cache(minilm, sts_pairs, isolated_cache) -
     for key in range(20):
         np.testing.assert_array_equal(ArrayStore("eval").load(f"shared-{key}"), np.full(1000, key, dtype=np.float32))
     store = TokenStateStore(minilm)
-    keys = [store.key(text, None) for text in sts_pairs[:6]]
+    keys = [store.key(text, None, layer) for text in sts_pairs[:6] for layer in store.all_layers]
     assert set(store._packs().locations(keys)) == set(keys)
     clean = TokenStateStore(minilm, use_disk_cache=False).compute(sts_pairs[:6])
     assert_states_close(store.compute(sts_pairs[:6]), clean)
@@ -458,7 +458,7 @@ def test_token_states_resume_after_a_kill(minilm, sts_pairs, isolated_cache) -> 
     kill_mid_write("pack", isolated_cache)
     runtime.clear()
     store = TokenStateStore(minilm)
-    keys = [store.key(text, None) for text in sts_pairs[:2]]
+    keys = [store.key(text, None, layer) for text in sts_pairs[:2] for layer in store.all_layers]
     assert set(store._packs().locations(keys)) == set(keys)
     for a, b in zip(store.compute(sts_pairs[:2]), first):
         np.testing.assert_array_equal(a.states, b.states)  # read back, bit for bit

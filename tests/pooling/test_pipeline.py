@@ -48,3 +48,58 @@ def test_a_method_is_its_specs_stages(minilm):
 def test_an_unknown_weighting_is_refused():
     with pytest.raises(ValueError, match="unknown token weighting"):
         TokenSelection(weighting="bm25")
+
+
+# --- streaming (issue 13): chunk by chunk equals one pass ------------------------------------------------
+
+def _long_text() -> str:
+    words = "The committee reviewed the proposal and approved a revised budget for the coming year".split()
+    return " ".join(" ".join(words[i % 5 :]) + f" number {i}." for i in range(120))  # several model inputs
+
+
+@pytest.mark.parametrize("spec", [
+    "minilm:layers=1+last,weights=idf-target,post=zscore+normalize,template=T2",
+    "minilm:pool=max,special=exclude",
+    "minilm:pool=cls,filter=biases",
+])
+def test_streamed_pooling_equals_one_pass(spec, sts_sentences, tmp_path):
+    """Chunks of a few texts equal one pass over the same token states (idf^T, the fitted chain, a template
+    and a long text's model inputs all take part); the method streams the same way. From an empty cache
+    the streamed run feeds the model other batches, which moves token states by float rounding only."""
+    from embedlab import runtime
+    from embedlab.pooling.pipeline import stream_chunks
+
+    texts = sts_sentences[:25] + [_long_text()] + sts_sentences[25:40]
+    assert len(list(stream_chunks(texts, 120))) >= 8
+    try:
+        runtime.configure(cache_root=tmp_path / "shared", memory_cache_bytes=0)  # chunks re-read the disk cache
+        pipeline = embedlab.load(spec).pipeline
+        idf = pipeline.idf(texts)
+        once = pipeline.pool(texts, idf, chunk_characters=10**9)
+        streamed = pipeline.pool(texts, idf, chunk_characters=120)
+        np.testing.assert_allclose(streamed, once, atol=1e-6, rtol=0)
+        vectors = pipeline.fit_post(streamed, _no_reference)[1]
+        np.testing.assert_allclose(vectors, pipeline.fit_post(once, _no_reference)[1], atol=1e-6, rtol=0)
+        np.testing.assert_allclose(embedlab.load(spec).encode(texts), vectors, atol=1e-6, rtol=0)
+
+        runtime.configure(cache_root=tmp_path / "empty")
+        np.testing.assert_allclose(embedlab.load(spec).pipeline.pool(texts, idf, chunk_characters=120), once, atol=1e-5, rtol=0)
+    finally:
+        runtime.configure()
+
+
+class _RejectsBad(RandomTokens):
+    """Random token vectors that refuse the text "bad", naming its index in the list given, as sources do."""
+
+    def token_vectors(self, texts, batch_size, show_progress_bar):
+        if "bad" in texts:
+            raise ValueError(f"text at index {texts.index('bad')} is bad")
+        return super().token_vectors(texts, batch_size, show_progress_bar)
+
+
+def test_a_streamed_error_names_the_text_of_the_whole_call(minilm):
+    pipeline = PoolingPipeline(_RejectsBad(minilm), TokenSelection())
+    texts = ["one", "two", "three", "four", "bad", "six"]
+    assert pipeline.pool(texts[:4], None, chunk_characters=4).shape == (4, minilm.hidden_size)
+    with pytest.raises(ValueError, match="text at index 4 is bad"):
+        pipeline.pool(texts, None, chunk_characters=4)  # chunks of one or two texts
