@@ -17,9 +17,9 @@ import sys
 import warnings
 
 from embedlab import __version__
-from embedlab.cli import alignsim, embed, evaluate, matching, methods, neural
+from embedlab.cli import alignsim, embed, evaluate, matching, methods, neural, reproduce
 
-COMMAND_GROUPS = (embed, methods, evaluate, neural, matching, alignsim)
+COMMAND_GROUPS = (embed, methods, evaluate, neural, matching, alignsim, reproduce)
 
 USAGE_ERROR = 2  # bad arguments or input: the user can fix the command line or the file
 RUNTIME_ERROR = 1  # the command was fine but the machine was not (disk full, no permission, damaged database)
