@@ -477,10 +477,11 @@ def recompute(paper: str, *, expensive: bool = False, db=None, log: Callable[[st
     """Re-run ``paper``'s plans through the harness and rewrite its records file.
 
     Records the plans do not produce (skipped expensive plans, values taken from documents) are kept
-    as they are, so the rewritten file differs only where a recomputed number differs.
+    as they are, and a recomputed record whose number did not change keeps its line, so the rewritten
+    file differs only where a recomputed number differs.
     """
-    import embedlab
     from embedlab.evaluation import evaluate, parse_tasks
+    from embedlab.methods.registry import load
     from embedlab.results.database import code_version
 
     chosen, skipped = plans(paper, expensive=expensive)
@@ -492,7 +493,7 @@ def recompute(paper: str, *, expensive: bool = False, db=None, log: Callable[[st
     for plan in chosen:
         tasks = parse_tasks(plan.tasks)
         specs = ((plan.intersections_with,) if plan.intersections_with else ()) + plan.specs
-        methods = [embedlab.load(spec) for spec in specs]
+        methods = [load(spec) for spec in specs]
         for task in tasks:
             log(f"{paper}: {', '.join(specs)} on {task.name}:{task.dataset}")
             run = evaluate(methods, [task], db=db, intersections=plan.intersections_with is not None, log=log)
@@ -503,6 +504,11 @@ def recompute(paper: str, *, expensive: bool = False, db=None, log: Callable[[st
                                      protocol=plan.protocol)
                 if stored.key in wanted:
                     fresh[stored.key] = stored
-    kept = [record for record in read_records(paper, records_folder) if record.key not in fresh]
+    previous = {record.key: record for record in read_records(paper, records_folder)}
+    for key, record in list(fresh.items()):
+        old = previous.get(key)
+        if old is not None and old.recomputed and old.n == record.n and math.isclose(old.value, record.value, rel_tol=1e-12, abs_tol=1e-15):
+            fresh[key] = old  # the same number: keep the line (and the code version that first produced it)
+    kept = [record for key, record in previous.items() if key not in fresh]
     write_records(paper, [*kept, *fresh.values()], records_folder)
     return read_records(paper, records_folder)
