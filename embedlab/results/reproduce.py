@@ -442,6 +442,9 @@ RECOMPUTE_PLANS: dict[str, tuple[RecomputePlan, ...]] = {
         RecomputePlan(("minilm:pool=cls", "match:minilm", "match:minilm,score=max", "match:minilm,score=max-2nd",
                        "match:minilm,weights=idf", "match:minilm,weights=none", "match:minilm,mode=bertscore"), _STS_ALL,
                       cost="≈ 10 min with cached token states (the encoder runs once per text)"),
+        RecomputePlan(("match:mpnet", "match:mpnet,score=max", "match:mpnet,score=max-2nd", "match:mpnet,weights=idf",
+                       "match:mpnet,weights=none", "match:mpnet,mode=bertscore"), _STS_ALL, expensive=True,
+                      cost="≈ 10 min on a quiet machine plus all-mpnet-base-v2's token states of ≈ 30,000 sentences"),
     ),
     "alignsim": (
         RecomputePlan(("st:minilm",), "classification:mr,classification:cr,classification:subj,classification:mpqa,"
