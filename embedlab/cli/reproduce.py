@@ -27,7 +27,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
         db = ResultsDB(args.db) if args.db else None
         for paper in papers:
-            recompute(paper, expensive=args.expensive, db=db, log=lambda message: print(message, file=sys.stderr, flush=True))
+            recompute(paper, expensive=args.expensive, methods=args.method or (), db=db,
+                      log=lambda message: print(message, file=sys.stderr, flush=True))
     markdown, page = write_report(papers, Path(args.out), command=command)
     print(f"wrote {markdown} and {page}")
     return 0
@@ -42,6 +43,8 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     mode.add_argument("--quick", action="store_true", help="render from the committed records only (the default)")
     mode.add_argument("--recompute", action="store_true", help="re-run the paper's records through the harness first")
     parser.add_argument("--expensive", action="store_true", help="with --recompute: also the plans that take hours")
+    parser.add_argument("--method", action="append", metavar="SPEC",
+                        help="with --recompute: only this method spec's plans (repeatable), e.g. one Appendix G row")
     parser.add_argument("--db", help="with --recompute: results database to reuse and fill (default: none, recompute all)")
     parser.add_argument("--out", default="reproduce", help="folder for report.md and report.html (default: ./reproduce)")
     parser.set_defaults(handler=_cmd_reproduce)

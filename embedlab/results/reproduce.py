@@ -459,11 +459,16 @@ RECOMPUTE_PLANS: dict[str, tuple[RecomputePlan, ...]] = {
 }
 
 
-def plans(paper: str, *, expensive: bool = False) -> tuple[list[RecomputePlan], list[RecomputePlan]]:
-    """(plans to run, plans skipped as too expensive) for ``paper``."""
+def plans(paper: str, *, expensive: bool = False, methods: Sequence[str] = ()) -> tuple[list[RecomputePlan], list[RecomputePlan]]:
+    """(plans to run, plans skipped as too expensive) for ``paper``; ``methods`` keeps only the plans that
+    name one of these specs (a subset of a long recompute, e.g. one Appendix G row)."""
     _check_paper(paper)
-    chosen = [plan for plan in RECOMPUTE_PLANS[paper] if expensive or not plan.expensive]
-    skipped = [plan for plan in RECOMPUTE_PLANS[paper] if plan not in chosen]
+    wanted = [plan for plan in RECOMPUTE_PLANS[paper] if not methods or set(methods) & set(plan.specs)]
+    chosen = [plan for plan in wanted if expensive or not plan.expensive]
+    skipped = [plan for plan in wanted if plan not in chosen]
+    if methods:  # run only the asked-for specs of the chosen plans
+        chosen = [RecomputePlan(tuple(spec for spec in plan.specs if spec in methods), plan.tasks, plan.expensive, plan.cost,
+                                plan.intersections_with, plan.protocol) for plan in chosen]
     return chosen, skipped
 
 
@@ -479,8 +484,8 @@ def needed_keys(paper: str) -> set[tuple[str, str, str, str, str]]:
     return {value.key for value in paper_values(paper)}
 
 
-def recompute(paper: str, *, expensive: bool = False, db=None, log: Callable[[str], None] = print,
-              records_folder: Path = RECORDS) -> list[StoredRecord]:
+def recompute(paper: str, *, expensive: bool = False, methods: Sequence[str] = (), db=None,
+              log: Callable[[str], None] = print, records_folder: Path = RECORDS) -> list[StoredRecord]:
     """Re-run ``paper``'s plans through the harness and rewrite its records file.
 
     Records the plans do not produce (skipped expensive plans, values taken from documents) are kept
@@ -491,7 +496,7 @@ def recompute(paper: str, *, expensive: bool = False, db=None, log: Callable[[st
     from embedlab.methods.registry import load
     from embedlab.results.database import code_version
 
-    chosen, skipped = plans(paper, expensive=expensive)
+    chosen, skipped = plans(paper, expensive=expensive, methods=methods)
     for plan in skipped:
         log(f"skipped (too expensive by default, --expensive runs it): {', '.join(plan.specs)} on {plan.tasks} — {plan.cost}")
     wanted = needed_keys(paper)

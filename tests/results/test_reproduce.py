@@ -142,3 +142,13 @@ def test_recompute_rewrites_only_what_it_recomputes(tmp_path, monkeypatch):
     assert set(untouched) <= set(after)
     reproduce.recompute("neural", records_folder=tmp_path, log=messages.append)
     assert (tmp_path / "neural.jsonl").read_text(encoding="utf-8").splitlines() == after
+
+
+def test_plans_filter_by_method_and_cost():
+    chosen, skipped = reproduce.plans("neural")
+    assert chosen and all(not plan.expensive for plan in chosen) and all(plan.expensive for plan in skipped)
+    appendix_g = "neural:minilm,params=block,epochs=5,variant=cls"
+    chosen, skipped = reproduce.plans("neural", methods=[appendix_g])
+    assert chosen == [] and [plan.specs for plan in skipped] == [reproduce._APPENDIX_G]
+    chosen, _ = reproduce.plans("neural", expensive=True, methods=[appendix_g])
+    assert [plan.specs for plan in chosen] == [(appendix_g,)]
