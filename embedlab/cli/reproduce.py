@@ -37,7 +37,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register ``reproduce``."""
     parser = subparsers.add_parser("reproduce", help="the papers' tables beside our numbers: one markdown + HTML report",
-                                   description=__doc__.split("\n\n")[0])
+                                   description="The four papers' tables beside our numbers, in one markdown + offline HTML report.")
     parser.add_argument("--paper", choices=PAPER_CHOICES, default="all", help="which paper's cells (default: all)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="render from the committed records only (the default)")
