@@ -67,6 +67,15 @@ LAYERS_OPTION = Option("last", help="layers averaged, '+'-joined: -1 (static), 0
 TEMPLATE_OPTION = Option("none", ("none", *TEMPLATES), "prompt template T0–T4 (Table 1)")
 SEED_OPTION = Option("0", help="seed of the random token vectors", validate=whole_number(0))
 STD_OPTION = Option("0.1", help="standard deviation of the random token vectors", validate=finite_number(positive=True))
+
+
+def _validate_dim(value: str) -> str:
+    return value if value == "model" else whole_number(1)(value)
+
+
+# The pooling paper's RE vectors are 768 wide (bert-base-uncased); MiniLM has the same uncased vocabulary
+# at width 384, so `random:minilm,dim=768` is the paper's RE model up to the random draw.
+DIM_OPTION = Option("model", help="width of the random token vectors: 'model' (the model's hidden size) or a whole number", validate=_validate_dim)
 W_OPTION = Option("0.5", help="weight of the Avg vectors in (1-w)·model + w·Avg (Eq. 10); may be negative", validate=finite_number())
 # token selection and weights
 WEIGHTS_OPTION = Option("none", WEIGHTINGS, "token weights: none, idf over the target texts (idf^T), idf over WikiText-2 (idf^W)")
@@ -81,7 +90,7 @@ POST_OPTION = Option("none", help="post-processing chain, '+'-joined: zscore, qu
 # Each family's options in the order its canonical specs list them (the order is part of every stored spec).
 POOLED_OPTIONS = {"layers": LAYERS_OPTION, "pool": POOL_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
                   "special": SPECIAL_OPTION, "post": POST_OPTION, "template": TEMPLATE_OPTION}
-RANDOM_OPTIONS = {"seed": SEED_OPTION, "std": STD_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
+RANDOM_OPTIONS = {"seed": SEED_OPTION, "std": STD_OPTION, "dim": DIM_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
                   "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION}
 AVG_OPTIONS = {"layers": LAYERS_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
                "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION}
@@ -100,7 +109,8 @@ def _contextual_tokens(model: LoadedModel, spec: MethodSpec) -> ContextualTokens
 
 TOKEN_SOURCES: dict[str, Callable[[LoadedModel, MethodSpec], TokenSource]] = {
     POOLED: _contextual_tokens,
-    "random": lambda model, spec: RandomTokens(model, int(spec.get("seed")), float(spec.get("std"))),
+    "random": lambda model, spec: RandomTokens(model, int(spec.get("seed")), float(spec.get("std")),
+                                               None if spec.get("dim") == "model" else int(spec.get("dim"))),
     "avg": lambda model, spec: AvgTokens(model, _layers(model, spec)),
     "bert+avg": lambda model, spec: MixedTokens(_contextual_tokens(model, spec), AvgTokens(model, _layers(model, spec)), float(spec.get("w"))),
 }
@@ -146,6 +156,9 @@ class PooledMethod(VectorMethod):
 
     @property
     def dimension(self) -> int:
+        source = self.pipeline.source
+        if isinstance(source, RandomTokens) and source.dim is not None:  # `random:MODEL,dim=N`
+            return source.dim
         return self.model.hidden_size
 
     @property

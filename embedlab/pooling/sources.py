@@ -160,14 +160,15 @@ class StaticTokens:
 
 @dataclass(frozen=True, eq=False)
 class RandomTokens(StaticTokens):
-    """Random N(0, std²) token vectors with the model's tokenizer and width (§3.2.5)."""
+    """Random N(0, std²) token vectors with the model's tokenizer and its width, or ``dim`` (§3.2.5)."""
 
     model: LoadedModel
     seed: int = 0
     std: float = 0.1
+    dim: int | None = None
 
     def vectors(self, token_ids: np.ndarray) -> np.ndarray:
-        return model_random_table(self.model, self.seed, self.std)[token_ids]
+        return model_random_table(self.model, self.seed, self.std, self.dim)[token_ids]
 
 
 @dataclass(frozen=True, eq=False)

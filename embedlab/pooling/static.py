@@ -95,15 +95,17 @@ def _corpus_key(contexts: Sequence[str]) -> str:
     return digest.hexdigest()[:16]
 
 
-def model_random_table(model: LoadedModel, seed: int, std: float) -> np.ndarray:
-    """The random token table of ``model``'s vocabulary and width, shared by every method that asks (read-only)."""
+def model_random_table(model: LoadedModel, seed: int, std: float, dim: int | None = None) -> np.ndarray:
+    """The random token table of ``model``'s vocabulary and width (or ``dim``), shared by every method that
+    asks (read-only)."""
+    width = model.hidden_size if dim is None else dim
 
     def build() -> np.ndarray:
-        table = random_token_table(len(model.tokenizer), model.hidden_size, seed, std)
+        table = random_token_table(len(model.tokenizer), width, seed, std)
         table.flags.writeable = False
         return table
 
-    return _RANDOM_TABLES.get((model.fingerprint, seed, std), build)
+    return _RANDOM_TABLES.get((model.fingerprint, seed, std, width), build)
 
 
 def avg_tables(model: LoadedModel, contexts: Sequence[str] | None = None, show_progress_bar: bool | None = True) -> np.ndarray:

@@ -15,21 +15,28 @@ import numpy as np
 from embedlab import runtime
 from embedlab.evaluation.alignsim.perturb import N_VALUES
 from embedlab.evaluation.alignsim.task import MethodResult
+from embedlab.results.reproduce import paper_values
 from embedlab.results.tables import render
 
 DATASET_TITLES = {"qqp": "QQP", "paws": "PAWS-Wiki", "mrpc": "MRPC", "afin": "AFIN"}
 PAPER_LABEL = "paper SBERT"
 
-# The paper's SBERT (all-MiniLM-L6-v2) rows: Tables 3, 4, 5, 6, 7, 8, 9.
-PAPER_SBERT = {
-    "c1_pass": {"qqp": (91.1, 70.6), "paws": (96.2, 73.4), "mrpc": (88.6, 69.4)},  # Table 3 (Sim %, NED %)
-    "c1_sim": {"qqp": (0.866, 0.042, 0.823), "paws": (0.974, 0.041, 0.933), "mrpc": (0.835, 0.063, 0.772)},  # Table 6
-    "c1_ned": {"qqp": (0.0672, 0.4789, -0.4117), "paws": (0.0130, 0.4796, -0.4666), "mrpc": (0.0827, 0.4687, -0.3860)},
-    "c2_sim": {"qqp": (0.842, 0.757, 0.689), "paws": (0.909, 0.865, 0.827), "mrpc": (0.901, 0.851, 0.803)},  # Table 4
-    "c2_ned": {"qqp": (0.027, 0.048, 0.048), "paws": (0.011, 0.021, 0.021), "mrpc": (0.013, 0.025, 0.025)},  # Table 8
-    "c4_sim": 0.757,  # Table 5
-    "c4_ned": 0.049,  # Table 9
-}
+_PAPER_COLUMNS = {"qqp": "QQP", "paws": "WIKI", "mrpc": "MRPC"}
+
+
+def paper_sbert() -> dict:
+    """The paper's SBERT rows of Tables 3–9, read from the transcribed paper values
+    (``embedlab/resources/paper_values/alignsim.csv``), so no paper number is typed twice."""
+    cells = {(value.table, value.column): float(value.value) for value in paper_values("alignsim") if value.row == "SBERT"}
+
+    def row(table: str, names: tuple[str, ...]) -> dict[str, tuple[float, ...]]:
+        return {dataset: tuple(cells[table, f"{column} {name}"] for name in names) for dataset, column in _PAPER_COLUMNS.items()}
+
+    return {"c1_pass": row("Table 3", ("Sim", "NED")), "c1_sim": row("Table 6", ("Pos", "RND", "Diff")),
+            "c1_ned": row("Table 7", ("Pos", "Neg", "Diff")), "c2_sim": row("Table 4", ("n=1", "n=2", "n=3")),
+            "c2_ned": row("Table 8", ("n=1", "n=2", "n=3")), "c4_sim": cells["Table 5", "adjusted sim"],
+            "c4_ned": cells["Table 9", "adjusted NED"]}
+
 
 MARGIN_LABELS = {
     ("c1", "sim"): "Sim(S, S_P) − Sim(R1, R2)",
@@ -56,6 +63,7 @@ Section = tuple[str, list[str], list[list[str]]]  # title, header, rows of forma
 def sections(results: list[MethodResult], datasets: list[str], paper: bool = True) -> list[Section]:
     """Every table the results support, as (title, header, rows): the paper's Tables 3–9 and the
     criterion 3/5 margin summaries. Shares print as percentages here, as the paper's tables do."""
+    sbert = paper_sbert() if paper else {}
     lines: list[Section] = []
     paraphrase = _datasets_with(results, "c1", datasets)
     if paraphrase:
@@ -67,7 +75,7 @@ def sections(results: list[MethodResult], datasets: list[str], paper: bool = Tru
             for result in results
         ]
         if paper:
-            rows.append([PAPER_LABEL] + [_number(v, 1) for d in paraphrase for v in PAPER_SBERT["c1_pass"][d]])
+            rows.append([PAPER_LABEL] + [_number(v, 1) for d in paraphrase for v in sbert["c1_pass"][d]])
         lines.append((title, header, rows))
         for metric, table_name, key in (("sim", "Table 6, cosine", "c1_sim"), ("ned", "Table 7, NED", "c1_ned")):
             title = f"Criterion 1: mean {metric} of positive and random pairs ({table_name})"
@@ -78,7 +86,7 @@ def sections(results: list[MethodResult], datasets: list[str], paper: bool = Tru
                 for result in results
             ]
             if paper:
-                rows.append([PAPER_LABEL] + [_number(v, 4 if metric == "ned" else 3) for d in paraphrase for v in PAPER_SBERT[key][d]])
+                rows.append([PAPER_LABEL] + [_number(v, 4 if metric == "ned" else 3) for d in paraphrase for v in sbert[key][d]])
             lines.append((title, header, rows))
     adjustment = [(r.method, r.value("all", "adjustment", "alpha"), r.value("all", "adjustment", "random_ned")) for r in results]
     if any(a is not None for _, a, _ in adjustment):
@@ -92,7 +100,7 @@ def sections(results: list[MethodResult], datasets: list[str], paper: bool = Tru
             rows = [[r.method] + [_number(r.value(d, f"c2/n={n}", f"{metric}_adjusted")) for d in synonym for n in N_VALUES] for r in results]
             rows += [[f"{r.method} (raw)"] + [_number(r.value(d, f"c2/n={n}", f"{metric}_mean")) for d in synonym for n in N_VALUES] for r in results]
             if paper:
-                rows.append([PAPER_LABEL] + [_number(v) for d in synonym for v in PAPER_SBERT[key][d]])
+                rows.append([PAPER_LABEL] + [_number(v) for d in synonym for v in sbert[key][d]])
             lines.append((title, header, rows))
     if any(r.value("afin", "c4", "sim_mean") is not None for r in results):
         title = "Criterion 4: paraphrase without negation, AFIN (Tables 5 and 9)"
@@ -109,7 +117,7 @@ def sections(results: list[MethodResult], datasets: list[str], paper: bool = Tru
             for r in results
         ]
         if paper:
-            rows.append([PAPER_LABEL, _number(PAPER_SBERT["c4_sim"]), "–", _number(PAPER_SBERT["c4_ned"]), "–", "–"])
+            rows.append([PAPER_LABEL, _number(sbert["c4_sim"]), "–", _number(sbert["c4_ned"]), "–", "–"])
         lines.append((title, header, rows))
     for criterion, subsets, title in (
         ("c3", ["c3"], "Criterion 3: paraphrase vs antonym replacement (Figures 1, 4–9)"),

@@ -31,6 +31,19 @@ def test_random_embedding_is_the_mean_of_its_token_vectors(minilm):
     np.testing.assert_allclose(embedlab.load("random:minilm").encode([text])[0], expected, rtol=1e-5, atol=1e-7)
 
 
+def test_random_dim_option_gives_the_papers_768_wide_vectors(minilm):
+    """`dim=768` draws the paper's RE width over MiniLM's (= bert-base-uncased's) 30,522-token vocabulary."""
+    text = "the cat sat"
+    ids = minilm.tokenizer(text)["input_ids"]
+    method = embedlab.load("random:minilm,dim=768")
+    expected = random_token_table(30522, 768)[ids].mean(0)
+    assert len(minilm.tokenizer) == 30522 and method.dimension == 768
+    np.testing.assert_allclose(method.encode([text])[0], expected, rtol=1e-5, atol=1e-7)
+    assert embedlab.load("random:minilm,dim=model").spec == "random:minilm"
+    with pytest.raises(ValueError, match="dim"):
+        embedlab.load("random:minilm,dim=0")
+
+
 def test_avg_table_equals_a_direct_average_over_a_tiny_corpus(minilm, tiny_tables):
     tables, counts = tiny_tables
     vocab = minilm.tokenizer.get_vocab()

@@ -1,0 +1,522 @@
+"""The papers beside our numbers: paper values as data, stored records, one comparison report.
+
+Three inputs, all committed in the package so a fresh clone renders the report at once:
+
+* ``resources/paper_values/<paper>.csv`` — every paper cell we reproduce or compare with, transcribed from
+  the paper text, in the paper's own unit, with the record it is compared against (method, task, dataset,
+  subset, metric), the kind of comparison (``same`` model and protocol, ``protocol`` variant, ``analogue``
+  on another model, ``different-model``, ``not-reproducible``), a tolerance for ``same`` cells and the
+  reason in one sentence. Paper numbers live only here, never in prose.
+* ``resources/records/<paper>.jsonl`` — our numbers: one JSON object per line with the harness record
+  (method, task, dataset, subset, metric, value, n) plus unit, code version, model fingerprint, provenance
+  (recomputed by which command, or taken from which document without a re-run) and a protocol note.
+* :data:`RECOMPUTE_PLANS` — which (method spec, tasks) regenerate a paper's records through the harness,
+  and which of them are too expensive to run by default (hours of neural micro-tuning).
+
+:func:`compare` turns a paper value and its record into a :class:`Row` with a status; :func:`render_markdown`
+and :func:`render_html` write the report (the HTML is one offline file, no script or network).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from embedlab.evaluation.records import Record
+
+RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+PAPER_VALUES = RESOURCES / "paper_values"
+RECORDS = RESOURCES / "records"
+
+PAPERS: dict[str, str] = {
+    "neural": "Neural Embeddings for Text (Vasilyev & Bohannon)",
+    "pooling": "Extracting Sentence Embeddings from Pretrained Transformer Models",
+    "matching": "Token-level matching for STS (Wang & Yu, 2023)",
+    "alignsim": "ALIGN-SIM: a task-free test bed (Mahajan et al.)",
+}
+KINDS = ("same", "protocol", "analogue", "different-model", "not-reproducible")
+STATUSES = ("exact", "within tolerance", "outside tolerance", "other protocol", "analogue on another model",
+            "different model", "not reproducible here")
+UNITS = ("fraction", "percent", "count")
+RECORD_FIELDS = ("method", "task", "dataset", "subset", "metric", "value", "n", "unit", "code_version",
+                 "fingerprint", "provenance", "protocol")
+
+
+@dataclass(frozen=True)
+class PaperValue:
+    """One transcribed paper cell and the record of ours it is compared with."""
+
+    paper: str
+    table: str
+    row: str
+    column: str
+    dataset: str
+    model: str
+    value: str  # as printed: its decimals say how exact the paper is
+    unit: str
+    note: str
+    method: str
+    task: str
+    our_dataset: str
+    subset: str
+    metric: str
+    kind: str
+    tolerance: str  # absolute in the paper's unit, or relative with a trailing %
+    reason: str
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        return (self.method, self.task, self.our_dataset, self.subset, self.metric)
+
+    @property
+    def number(self) -> float:
+        return float(self.value)
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """A harness record with what a committed record must also say: unit, code, model, where it came from."""
+
+    method: str
+    task: str
+    dataset: str
+    subset: str
+    metric: str
+    value: float
+    n: int
+    unit: str
+    code_version: str
+    fingerprint: str
+    provenance: str
+    protocol: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        return (self.method, self.task, self.dataset, self.subset, self.metric)
+
+    @property
+    def recomputed(self) -> bool:
+        return self.provenance.startswith("recomputed")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the report."""
+
+    paper_value: PaperValue
+    record: StoredRecord | None
+    ours: float | None  # in the paper's unit
+    difference: float | None
+    status: str
+    reason: str
+
+
+@dataclass
+class RecomputePlan:
+    """Method specs and the tasks that regenerate a paper's records; ``expensive`` ones only on request."""
+
+    specs: tuple[str, ...]
+    tasks: str
+    expensive: bool = False
+    cost: str = ""
+    intersections_with: str | None = None  # Eq. 3: reference method (run first) for triplet intersections
+    protocol: str = ""
+
+
+# --- reading and writing ------------------------------------------------------------------------------------
+
+def paper_values(paper: str, folder: Path = PAPER_VALUES) -> list[PaperValue]:
+    """The transcribed cells of ``paper``; a malformed row names the file and line."""
+    _check_paper(paper)
+    path = folder / f"{paper}.csv"
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        expected = [f.name for f in fields(PaperValue)]
+        if reader.fieldnames != expected:
+            raise ValueError(f"{path}: header must be {','.join(expected)}")
+        values = []
+        for line, row in enumerate(reader, start=2):
+            value = PaperValue(**row)
+            problems = []
+            if value.kind not in KINDS:
+                problems.append(f"kind {value.kind!r}")
+            if value.unit not in UNITS:
+                problems.append(f"unit {value.unit!r}")
+            try:
+                float(value.value)
+                _tolerance(value)
+            except ValueError as error:
+                problems.append(str(error))
+            if value.paper != paper:
+                problems.append(f"paper {value.paper!r}")
+            if problems:
+                raise ValueError(f"{path}, line {line}: bad {', '.join(problems)}")
+            values.append(value)
+    return values
+
+
+def read_records(paper: str, folder: Path = RECORDS) -> list[StoredRecord]:
+    """The committed records of ``paper`` (none if the file does not exist yet)."""
+    _check_paper(paper)
+    path = folder / f"{paper}.jsonl"
+    if not path.exists():
+        return []
+    records = []
+    for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+            missing = [name for name in RECORD_FIELDS if name not in data and name != "protocol"]
+            if missing:
+                raise ValueError(f"missing {', '.join(missing)}")
+            record = StoredRecord(**{name: data[name] for name in RECORD_FIELDS if name in data})
+            if record.unit not in UNITS or not math.isfinite(float(record.value)):
+                raise ValueError(f"bad unit {record.unit!r} or value {record.value!r}")
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{path}, line {line}: {error}") from None
+        records.append(record)
+    return records
+
+
+def write_records(paper: str, records: Iterable[StoredRecord], folder: Path = RECORDS) -> Path:
+    """Write ``paper``'s records sorted by key, one JSON object per line, so a rerun diffs only where numbers moved."""
+    from embedlab.runtime import atomic_write_bytes
+
+    _check_paper(paper)
+    unique = {record.key: record for record in records}
+    lines = [json.dumps(asdict(unique[key]), ensure_ascii=False) for key in sorted(unique)]
+    path = folder / f"{paper}.jsonl"
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    return path
+
+
+def _check_paper(paper: str) -> None:
+    if paper not in PAPERS:
+        raise ValueError(f"unknown paper {paper!r}; choose from {', '.join(PAPERS)}")
+
+
+# --- units and comparison -------------------------------------------------------------------------------------
+
+COUNT_METRICS = frozenset({"total", "wrong", "skipped"})
+
+
+def unit_of(task: str, metric: str, value: float) -> str:
+    """The unit of a harness record in the report's vocabulary: counts, else a fraction (accuracies are
+    stored as fractions 0–1 since issue 16; records committed earlier in percent say so themselves)."""
+    return "count" if metric in COUNT_METRICS else "fraction"
+
+
+def convert(value: float, unit: str, to_unit: str) -> float:
+    """``value`` from ``unit`` into ``to_unit`` (fraction ↔ percent; counts stay counts)."""
+    if unit == to_unit:
+        return value
+    if {unit, to_unit} == {"fraction", "percent"}:
+        return value * 100 if to_unit == "percent" else value / 100
+    raise ValueError(f"cannot convert {unit} to {to_unit}")
+
+
+def _decimals(printed: str) -> int:
+    return len(printed.split(".")[1]) if "." in printed else 0
+
+
+def _tolerance(value: PaperValue) -> float | None:
+    """Allowed |ours − paper| in the paper's unit, or None (no tolerance: not a same-model cell)."""
+    text = value.tolerance.strip()
+    if not text:
+        if value.kind == "same":
+            raise ValueError("tolerance (a same-model cell needs one)")
+        return None
+    if text.endswith("%"):
+        return abs(value.number) * float(text[:-1]) / 100
+    return float(text)
+
+
+def compare(value: PaperValue, record: StoredRecord | None) -> Row:
+    """The report row: ours in the paper's unit, the difference, and a status with its one-sentence reason."""
+    if record is None:
+        status = "not reproducible here"
+        reason = value.reason if value.kind == "not-reproducible" else f"no stored record for {value.method}; {value.reason}"
+        return Row(value, None, None, None, status, reason)
+    ours = convert(float(record.value), record.unit, value.unit)
+    difference = ours - value.number
+    if value.kind == "same":
+        exact_within = 0.5 * 10 ** -_decimals(value.value) + 1e-9  # rounds to the printed value
+        if abs(difference) <= exact_within:
+            status = "exact"
+        elif abs(difference) <= (_tolerance(value) or 0.0) + 1e-9:
+            status = "within tolerance"
+        else:
+            status = "outside tolerance"
+    else:
+        status = {"protocol": "other protocol", "analogue": "analogue on another model",
+                  "different-model": "different model", "not-reproducible": "not reproducible here"}[value.kind]
+    return Row(value, record, ours, difference, status, value.reason)
+
+
+def report_rows(paper: str, *, values_folder: Path = PAPER_VALUES, records_folder: Path = RECORDS) -> list[Row]:
+    """Every paper value of ``paper`` beside its record."""
+    stored = {record.key: record for record in read_records(paper, records_folder)}
+    return [compare(value, stored.get(value.key)) for value in paper_values(paper, values_folder)]
+
+
+# --- rendering -------------------------------------------------------------------------------------------------
+
+def format_number(value: float | None, unit: str, like: str = "") -> str:
+    """A cell: counts with thousands separators, other values with the paper's decimals (+1 to show gaps)."""
+    if value is None:
+        return "–"
+    if unit == "count":
+        return f"{value:,.0f}"
+    decimals = max(_decimals(like) + 1, 2) if like else 4
+    return f"{value:.{decimals}f}"
+
+
+def _difference(row: Row) -> str:
+    if row.difference is None:
+        return "–"
+    unit, decimals = row.paper_value.unit, _decimals(row.paper_value.value) + 1
+    if unit == "count":
+        relative = f" ({row.difference / row.paper_value.number:+.1%})" if row.paper_value.number else ""
+        return f"{row.difference:+,.0f}{relative}"
+    return f"{row.difference:+.{max(decimals, 2)}f}"
+
+
+def _source(row: Row) -> str:
+    if row.record is None:
+        return "–"
+    return "recomputed" if row.record.recomputed else "earlier run, not re-run"
+
+
+HEADER = ("table", "row", "column", "dataset", "paper", "ours", "difference", "status", "ours: method", "source", "reason")
+
+
+def _cells(row: Row) -> list[str]:
+    value = row.paper_value
+    return [value.table, value.row, value.column, value.dataset, value.value,
+            format_number(row.ours, value.unit, value.value), _difference(row), row.status, value.method, _source(row),
+            row.reason + (f" ({value.note})" if value.note else "")]
+
+
+def status_counts(rows: Sequence[Row]) -> dict[str, int]:
+    counts = {status: 0 for status in STATUSES}
+    for row in rows:
+        counts[row.status] += 1
+    return {status: count for status, count in counts.items() if count}
+
+
+def provenance_lines(records: Sequence[StoredRecord]) -> list[str]:
+    """One line per distinct provenance: how many records came from where."""
+    counts: dict[str, int] = {}
+    for record in records:
+        counts[record.provenance] = counts.get(record.provenance, 0) + 1
+    return [f"{count} records: {provenance}" for provenance, count in counts.items()]
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(sections: dict[str, list[Row]], records: dict[str, list[StoredRecord]], *, command: str) -> str:
+    """The report as one markdown page: a summary, then one table per paper."""
+    lines = ["# embedlab reproduce: the papers beside our numbers", "",
+             f"Rendered by `{command}` from the committed paper values (`embedlab/resources/paper_values/`) and "
+             "records (`embedlab/resources/records/`). Paper values are as printed, in the paper's unit; ours are "
+             "converted to it. Statuses: exact (rounds to the printed value), within / outside tolerance (same "
+             "model and protocol), other protocol, analogue on another model, different model, not reproducible here.",
+             "", "| paper | cells | " + " | ".join(STATUSES) + " |", "|---|---:|" + "---:|" * len(STATUSES)]
+    for paper, rows in sections.items():
+        counts = status_counts(rows)
+        lines.append(f"| {paper} | {len(rows)} | " + " | ".join(str(counts.get(s, 0)) for s in STATUSES) + " |")
+    for paper, rows in sections.items():
+        lines += ["", f"## {paper}: {PAPERS[paper]}", ""]
+        lines += [f"* {line}" for line in provenance_lines(records[paper])] + [""]
+        lines.append("| " + " | ".join(HEADER) + " |")
+        lines.append("|" + "|".join("---:" if name in ("paper", "ours", "difference") else "---" for name in HEADER) + "|")
+        lines += ["| " + " | ".join(_md_escape(cell) for cell in _cells(row)) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+_STYLE = """body { font-family: sans-serif; margin: 2em; } table { border-collapse: collapse; margin: 1em 0; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; } th { background: #f0f0f0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tr.exact td.status { background: #dff0d8; } tr.within-tolerance td.status { background: #eaf5e0; }
+tr.outside-tolerance td.status { background: #f8d7da; } tr.not-reproducible-here td.status { background: #eee; }
+tr.different-model td.status, tr.other-protocol td.status { background: #fff3cd; } .meta { color: #666; }"""
+
+
+def render_html(sections: dict[str, list[Row]], records: dict[str, list[StoredRecord]], *, command: str) -> str:
+    """The same report as one self-contained HTML file (no script, no network)."""
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>embedlab reproduce</title>",
+             f"<style>{_STYLE}</style></head><body><h1>embedlab reproduce: the papers beside our numbers</h1>",
+             f"<p class='meta'>Rendered by <code>{html.escape(command)}</code> from the committed paper values and records "
+             "(no date, so that a re-render differs only where a number or a status does). Paper values as printed, "
+             "in the paper's unit; ours converted to it.</p>",
+             "<table><tr><th>paper</th><th>cells</th>" + "".join(f"<th>{html.escape(s)}</th>" for s in STATUSES) + "</tr>"]
+    for paper, rows in sections.items():
+        counts = status_counts(rows)
+        parts.append(f"<tr><td>{paper}</td><td class='num'>{len(rows)}</td>"
+                     + "".join(f"<td class='num'>{counts.get(s, 0)}</td>" for s in STATUSES) + "</tr>")
+    parts.append("</table>")
+    numeric = {"paper", "ours", "difference"}
+    for paper, rows in sections.items():
+        parts.append(f"<h2>{paper}: {html.escape(PAPERS[paper])}</h2><ul>")
+        parts += [f"<li>{html.escape(line)}</li>" for line in provenance_lines(records[paper])]
+        parts.append("</ul><table><tr>" + "".join(f"<th>{html.escape(name)}</th>" for name in HEADER) + "</tr>")
+        for row in rows:
+            css = row.status.replace(" ", "-")
+            cells = "".join(f"<td class='{'num' if name in numeric else ('status' if name == 'status' else '')}'>{html.escape(cell)}</td>"
+                            for name, cell in zip(HEADER, _cells(row)))
+            parts.append(f"<tr class='{css}'>{cells}</tr>")
+        parts.append("</table>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(papers: Sequence[str], out: Path, *, command: str, values_folder: Path = PAPER_VALUES,
+                 records_folder: Path = RECORDS) -> tuple[Path, Path]:
+    """Render ``papers`` from their values and records into ``out``/report.md and ``out``/report.html."""
+    from embedlab.runtime import atomic_write_bytes
+
+    sections = {paper: report_rows(paper, values_folder=values_folder, records_folder=records_folder) for paper in papers}
+    records = {paper: read_records(paper, records_folder) for paper in papers}
+    out.mkdir(parents=True, exist_ok=True)
+    markdown, page = out / "report.md", out / "report.html"
+    atomic_write_bytes(markdown, render_markdown(sections, records, command=command).encode("utf-8"))
+    atomic_write_bytes(page, render_html(sections, records, command=command).encode("utf-8"))
+    return markdown, page
+
+
+# --- recomputing --------------------------------------------------------------------------------------------------
+
+_PAIRWISE_TASKS = "triplets:sts,triplets:mrpc,triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g"
+_SUMMEVAL_256 = "sentence-transformers pipeline: inputs cut at 256 tokens (SummEval articles are cut)"
+_SUMMEVAL_WHOLE = "embedlab pooling: long texts chunked by sentences, every token pooled (SummEval articles whole)"
+_CANDIDATES = "neural:minilm,softmax=candidates"  # K = 256: ≈ 4× cheaper than exact, cosine to exact ≥ 0.995
+_NEURAL_TASKS = "correlations:stsb,triplets:sts,pairs:sts,triplets:mrpc,pairs:mrpc,correlations:summeval"
+_APPENDIX_G = ("neural:minilm,params=block,epochs=5", "neural:minilm,params=block,epochs=5,variant=cls",
+               "neural:minilm,params=block,epochs=5,variant=avg", "neural:minilm,params=block,epochs=5,variant=cls-tuned",
+               "neural:minilm,params=block,epochs=5,variant=avg-tuned", "neural:minilm,params=block,epochs=5,variant=cls-diff",
+               "neural:minilm,params=block,epochs=5,variant=avg-diff", "neural:minilm,params=block-dense-bias,epochs=5")
+_RE_SPECS = ("random:minilm,dim=768", "random:minilm,dim=768,post=zscore", "random:minilm,dim=768,post=whiten@ref",
+             "random:minilm,dim=768,weights=idf-ref", "random:minilm,dim=768,weights=idf-target,post=quantile-u")
+_MINILM_POOLED = ("minilm:layers=1+last", "minilm:weights=idf-ref", "minilm:weights=idf-ref,post=zscore",
+                  "minilm:weights=idf-target", "minilm:weights=idf-target,post=quantile-u",
+                  "minilm:layers=1+last,filter=biases,post=normalize")
+_STS_ALL = "sts:sts12,sts:sts13,sts:sts14,sts:sts15,sts:sts16,sts:stsb,sts:sick-r"
+
+RECOMPUTE_PLANS: dict[str, tuple[RecomputePlan, ...]] = {
+    "neural": (
+        RecomputePlan(("st:minilm",), "correlations:stsb,pairs:sts,pairs:mrpc,correlations:summeval," + _PAIRWISE_TASKS,
+                      cost="≈ 10 min on 2 CPU cores", protocol=_SUMMEVAL_256),
+        RecomputePlan(("minilm",), "correlations:summeval", cost="≈ 2 min", protocol=_SUMMEVAL_WHOLE),
+        RecomputePlan(("st:minilm",), "triplets:sts", intersections_with=_CANDIDATES,
+                      cost="≈ 2 min: 643 sentences micro-tuned with the candidate-set softmax", protocol="Eq. 3 against " + _CANDIDATES),
+        RecomputePlan((_CANDIDATES + "+minilm",), "triplets:sts,pairs:sts,correlations:stsb", intersections_with=_CANDIDATES,
+                      cost="≈ 5 min: STS-B test micro-tuned with the candidate-set softmax", protocol="Appendix H analogue: neural + pooled MiniLM"),
+        RecomputePlan(("st:minilm",), "triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g", expensive=True,
+                      intersections_with=_CANDIDATES, cost="micro-tunes SummEval's 1,646 texts (≈ 157,000 tokens)",
+                      protocol="Eq. 3 against " + _CANDIDATES),
+        RecomputePlan(("neural:minilm",), _NEURAL_TASKS + ",triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g",
+                      expensive=True, cost="≈ 3 h per 10-epoch spec at 0.031 s a token (docs/neural.md)"),
+        RecomputePlan(_APPENDIX_G, _NEURAL_TASKS, expensive=True, cost="≈ 1.6 h per 5-epoch run; the seven block rows share one run"),
+    ),
+    "pooling": (
+        RecomputePlan(_RE_SPECS, _STS_ALL + ",clustering:agnews,clustering:tweet",
+                      cost="≈ 10 min (no transformer runs; k-means dominates)", protocol="random token vectors, 768 wide, seed 0"),
+        RecomputePlan(_RE_SPECS, "clustering:googlenews_ts,clustering:biomedical,clustering:searchsnippets,clustering:stackoverflow",
+                      expensive=True, cost="≈ 1 h of k-means on 11,000–20,000 texts (googleTS has 152 clusters)",
+                      protocol="random token vectors, 768 wide, seed 0"),
+        RecomputePlan(_MINILM_POOLED, "sts:stsb,sts:sick-r,clustering:tweet,clustering:agnews",
+                      cost="≈ 5 min with cached token states"),
+    ),
+    "matching": (
+        RecomputePlan(("minilm:pool=cls", "match:minilm", "match:minilm,score=max", "match:minilm,score=max-2nd",
+                       "match:minilm,weights=idf", "match:minilm,weights=none", "match:minilm,mode=bertscore"), _STS_ALL,
+                      cost="≈ 10 min with cached token states (the encoder runs once per text)"),
+        RecomputePlan(("match:mpnet", "match:mpnet,score=max", "match:mpnet,score=max-2nd", "match:mpnet,weights=idf",
+                       "match:mpnet,weights=none", "match:mpnet,mode=bertscore"), _STS_ALL, expensive=True,
+                      cost="≈ 10 min on a quiet machine plus all-mpnet-base-v2's token states of ≈ 30,000 sentences"),
+    ),
+    "alignsim": (
+        RecomputePlan(("st:minilm",), "classification:mr,classification:cr,classification:subj,classification:mpqa,"
+                      "classification:sst2,classification:trec,classification:mrpc", expensive=True,
+                      cost="≈ 26 min (nested 10 × 10-fold cross-validation)", protocol="SentEval protocol, scikit-learn logistic regression"),
+        RecomputePlan(("st:minilm",), "alignsim", expensive=True,
+                      cost="≈ 2–3 h: the task's default sizes are the paper's (criteria 2, 3, 5 at 3,500; the committed records used 1,000)",
+                      protocol="criterion 1 at 2,500 pairs per label; criteria 2, 3, 5 at 3,500; criterion 4 on all 3,001 AFIN pairs; seed 0"),
+    ),
+}
+
+
+def plans(paper: str, *, expensive: bool = False, methods: Sequence[str] = ()) -> tuple[list[RecomputePlan], list[RecomputePlan]]:
+    """(plans to run, plans skipped as too expensive) for ``paper``; ``methods`` keeps only the plans that
+    name one of these specs (a subset of a long recompute, e.g. one Appendix G row)."""
+    _check_paper(paper)
+    wanted = [plan for plan in RECOMPUTE_PLANS[paper] if not methods or set(methods) & set(plan.specs)]
+    chosen = [plan for plan in wanted if expensive or not plan.expensive]
+    skipped = [plan for plan in wanted if plan not in chosen]
+    if methods:  # run only the asked-for specs of the chosen plans
+        chosen = [RecomputePlan(tuple(spec for spec in plan.specs if spec in methods), plan.tasks, plan.expensive, plan.cost,
+                                plan.intersections_with, plan.protocol) for plan in chosen]
+    return chosen, skipped
+
+
+def stored_from(record: Record, *, fingerprint: str, code_version: str, provenance: str, protocol: str = "") -> StoredRecord:
+    """A harness record as a committed record."""
+    return StoredRecord(record.method, record.task, record.dataset, record.subset, record.metric, float(record.value),
+                        int(record.n), unit_of(record.task, record.metric, float(record.value)), code_version,
+                        fingerprint, provenance, protocol)
+
+
+def needed_keys(paper: str) -> set[tuple[str, str, str, str, str]]:
+    """The record keys the paper values ask for (a recompute keeps only these, so the files stay small)."""
+    return {value.key for value in paper_values(paper)}
+
+
+def recompute(paper: str, *, expensive: bool = False, methods: Sequence[str] = (), db=None,
+              log: Callable[[str], None] = print, records_folder: Path = RECORDS) -> list[StoredRecord]:
+    """Re-run ``paper``'s plans through the harness and rewrite its records file.
+
+    Records the plans do not produce (skipped expensive plans, values taken from documents) are kept
+    as they are, and a recomputed record whose number did not change keeps its line, so the rewritten
+    file differs only where a recomputed number differs.
+    """
+    from embedlab.evaluation import evaluate, parse_tasks
+    from embedlab.methods.registry import load
+    from embedlab.results.database import code_version
+
+    chosen, skipped = plans(paper, expensive=expensive, methods=methods)
+    for plan in skipped:
+        log(f"skipped (too expensive by default, --expensive runs it): {', '.join(plan.specs)} on {plan.tasks} — {plan.cost}")
+    wanted = needed_keys(paper)
+    version = code_version()
+    fresh: dict[tuple, StoredRecord] = {}
+    for plan in chosen:
+        tasks = parse_tasks(plan.tasks)
+        specs = ((plan.intersections_with,) if plan.intersections_with else ()) + plan.specs
+        methods = [load(spec) for spec in specs]
+        for task in tasks:
+            log(f"{paper}: {', '.join(specs)} on {task.name}:{task.dataset}")
+            run = evaluate(methods, [task], db=db, intersections=plan.intersections_with is not None, log=log)
+            fingerprints = {method.spec: method.fingerprint for method in methods}
+            for record in run.records:
+                stored = stored_from(record, fingerprint=fingerprints.get(record.method, ""), code_version=version,
+                                     provenance=f"recomputed: embedlab reproduce --recompute --paper {paper}",
+                                     protocol=plan.protocol)
+                if stored.key in wanted:
+                    fresh[stored.key] = stored
+    previous = {record.key: record for record in read_records(paper, records_folder)}
+    for key, record in list(fresh.items()):
+        old = previous.get(key)
+        if old is not None and old.recomputed and old.n == record.n and math.isclose(old.value, record.value, rel_tol=1e-12, abs_tol=1e-15):
+            fresh[key] = old  # the same number: keep the line (and the code version that first produced it)
+    kept = [record for key, record in previous.items() if key not in fresh]
+    write_records(paper, [*kept, *fresh.values()], records_folder)
+    return read_records(paper, records_folder)

@@ -1,0 +1,153 @@
+"""Tests for embedlab.results.reproduce: paper values, committed records, comparison and the report."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from embedlab.results import reproduce
+from embedlab.results.reproduce import (PAPERS, STATUSES, PaperValue, RecomputePlan, StoredRecord, compare, convert,
+                                        paper_values, read_records, render_html, render_markdown, report_rows, write_records)
+
+PAPER_FILES = {"neural": "neural-embeddings-for-text.md",
+               "pooling": "extracting-sentence-embeddings-from-pretrained-transformers.md",
+               "matching": "token-level-matching-sts.md", "alignsim": "align-sim-task-free-test-bed.md"}
+
+
+def _papers_folder() -> Path | None:
+    """The shared paper texts (beside the shared data), if this machine has them."""
+    data = Path(os.environ.get("EMBEDLAB_DATA", Path(reproduce.__file__).resolve().parents[3] / "shared" / "data"))
+    folder = data.parent / "papers"
+    return folder if folder.is_dir() else None
+
+
+def _value(value: str = "0.820", unit: str = "fraction", kind: str = "same", tolerance: str = "0.002") -> PaperValue:
+    return PaperValue("neural", "Table 4", "all-MiniLM-L6-v2", "spearman", "sts", "m", value, unit, "", "st:minilm",
+                      "correlations", "stsb", "similarity", "spearman", kind, tolerance, "why")
+
+
+def _record(value: float, unit: str = "fraction") -> StoredRecord:
+    return StoredRecord("st:minilm", "correlations", "stsb", "similarity", "spearman", value, 1379, unit, "v", "f", "recomputed: test")
+
+
+def test_statuses_follow_the_printed_precision_and_the_tolerance():
+    assert compare(_value(), _record(0.8203)).status == "exact"  # rounds to the printed 0.820
+    assert compare(_value(), _record(0.8206)).status == "within tolerance"
+    assert compare(_value(), _record(0.8230)).status == "outside tolerance"
+    count = _value("945", "count", tolerance="2%")
+    assert compare(count, _record(957, "count")).status == "within tolerance"  # 12 ≤ 2 % of 945 = 18.9
+    assert compare(count, _record(964, "count")).status == "outside tolerance"
+    assert compare(count, _record(945, "count")).status == "exact"
+    missing = compare(_value(), None)
+    assert missing.status == "not reproducible here" and missing.ours is None and "no stored record" in missing.reason
+    assert compare(_value(kind="analogue", tolerance=""), _record(0.5)).status == "analogue on another model"
+    assert compare(_value(kind="different-model", tolerance=""), _record(0.5)).status == "different model"
+
+
+def test_units_convert_into_the_papers_unit():
+    row = compare(_value("46.5", "percent", tolerance="2"), _record(0.4507))
+    assert row.ours == pytest.approx(45.07) and row.difference == pytest.approx(-1.43) and row.status == "within tolerance"
+    assert convert(82.49, "percent", "fraction") == pytest.approx(0.8249)
+    assert reproduce.unit_of("classification", "accuracy", 0.8249) == "fraction"
+    assert reproduce.unit_of("triplets", "wrong", 957.0) == "count"
+    with pytest.raises(ValueError):
+        convert(3.0, "count", "percent")
+
+
+@pytest.mark.parametrize("paper", list(PAPERS))
+def test_paper_values_parse_and_are_transcribed_from_the_paper(paper):
+    values = paper_values(paper)
+    assert values and all(value.paper == paper for value in values)
+    folder = _papers_folder()
+    if folder is None:
+        pytest.skip("the shared paper texts are not on this machine")
+    text = (folder / PAPER_FILES[paper]).read_text(encoding="utf-8")
+    numbers = set(re.findall(r"-?\d+(?:\.\d+)?", text))
+    missing = [f"{v.table} {v.row} {v.column} {v.dataset}: {v.value}" for v in values if v.value not in numbers]
+    assert not missing, f"values not found in {PAPER_FILES[paper]}: {missing[:5]}"
+
+
+def test_a_malformed_paper_value_names_the_file_and_line(tmp_path):
+    source = reproduce.PAPER_VALUES / "matching.csv"
+    lines = source.read_text(encoding="utf-8").splitlines()
+    lines[3] = lines[3].replace(",analogue,", ",similar,")
+    (tmp_path / "matching.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"matching\.csv, line 4: bad kind 'similar'"):
+        paper_values("matching", tmp_path)
+
+
+@pytest.mark.parametrize("paper", list(PAPERS))
+def test_committed_records_parse_carry_their_fields_and_are_all_asked_for(paper):
+    records = read_records(paper)
+    assert records, f"no committed records for {paper}"
+    wanted = {value.key for value in paper_values(paper)}
+    for record in records:
+        assert all([record.method, record.task, record.dataset, record.subset, record.metric, record.code_version,
+                    record.provenance]), record
+        assert record.unit in ("fraction", "percent", "count") and record.n > 0
+        assert record.recomputed or "not re-run" in record.provenance  # a number not recomputed says where it is from
+        if record.recomputed:
+            assert record.fingerprint, record
+        assert record.key in wanted, f"record no paper value asks for: {record.key}"
+
+
+def test_records_round_trip_sorted_and_a_bad_line_is_named(tmp_path):
+    records = [_record(0.5), StoredRecord("a", "sts", "stsb", "test", "spearman", 0.1, 3, "fraction", "v", "f", "recomputed: x")]
+    path = write_records("neural", records, tmp_path)
+    assert read_records("neural", tmp_path) == sorted(records, key=lambda r: r.key)
+    path.write_text(path.read_text() + '{"method": "x"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"neural\.jsonl, line 3: missing"):
+        read_records("neural", tmp_path)
+
+
+def test_every_paper_value_appears_in_the_report_with_a_status():
+    sections = {paper: report_rows(paper) for paper in PAPERS}
+    records = {paper: read_records(paper) for paper in PAPERS}
+    markdown = render_markdown(sections, records, command="test").splitlines()
+    page = render_html(sections, records, command="test")
+    assert "<script" not in page and "http" not in page  # one offline file
+    for paper, rows in sections.items():
+        assert len(rows) == len(paper_values(paper))
+        for row in rows:
+            value = row.paper_value
+            cells = [value.table, value.row, value.column, value.dataset, value.value]
+            prefix = "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " | "
+            lines = [line for line in markdown if line.startswith(prefix)]
+            assert lines, prefix
+            assert all(line.split(" | ")[7] in STATUSES for line in lines), lines
+            assert f"<td class='num'>{html.escape(value.value)}</td>" in page
+
+
+def test_recompute_rewrites_only_what_it_recomputes(tmp_path, monkeypatch):
+    """A recompute of STS-B pairs for st:minilm reproduces the paper's 7,216 / 180,492 (seed paper Table 3),
+    keeps every other record line as it was, and a second recompute leaves the file byte-identical."""
+    shutil.copy(reproduce.RECORDS / "neural.jsonl", tmp_path / "neural.jsonl")
+    before = (tmp_path / "neural.jsonl").read_text(encoding="utf-8").splitlines()
+    monkeypatch.setitem(reproduce.RECOMPUTE_PLANS, "neural", (RecomputePlan(("st:minilm",), "pairs:sts"),
+                                                              RecomputePlan(("neural:minilm",), "pairs:sts", expensive=True)))
+    messages: list[str] = []
+    records = reproduce.recompute("neural", records_folder=tmp_path, log=messages.append)
+    assert any("skipped" in message and "neural:minilm" in message for message in messages)
+    by_key = {record.key: record for record in records}
+    assert by_key[("st:minilm", "pairs", "sts", "all", "wrong")].value == 7216
+    assert by_key[("st:minilm", "pairs", "sts", "all", "total")].value == 180492
+    after = (tmp_path / "neural.jsonl").read_text(encoding="utf-8").splitlines()
+    untouched = [line for line in before if '"pairs", "dataset": "sts"' not in line or '"st:minilm"' not in line]
+    assert set(untouched) <= set(after)
+    reproduce.recompute("neural", records_folder=tmp_path, log=messages.append)
+    assert (tmp_path / "neural.jsonl").read_text(encoding="utf-8").splitlines() == after
+
+
+def test_plans_filter_by_method_and_cost():
+    chosen, skipped = reproduce.plans("neural")
+    assert chosen and all(not plan.expensive for plan in chosen) and all(plan.expensive for plan in skipped)
+    appendix_g = "neural:minilm,params=block,epochs=5,variant=cls"
+    chosen, skipped = reproduce.plans("neural", methods=[appendix_g])
+    assert chosen == [] and [plan.specs for plan in skipped] == [reproduce._APPENDIX_G]
+    chosen, _ = reproduce.plans("neural", expensive=True, methods=[appendix_g])
+    assert [plan.specs for plan in chosen] == [(appendix_g,)]
