@@ -1,0 +1,182 @@
+"""The Ray engine: encode texts on a pool of Ray actors, each of which loads the method once.
+
+Ray Data pipeline of one ``embed`` run::
+
+    one row per unfinished shard (its start position in the input)
+      → map_batches(read a shard's records)            lazy: each task reads one shard from its offset
+      → map_batches(_Encoder, ActorPoolStrategy(size))  actors load the method (and fitted state) once
+      → the driver gathers each shard's rows, checks every row came back exactly once, writes the shard
+
+The input file must be readable at the same path on every node (as for Ray's own ``read_*``), and the
+same embedlab installed on every node. A dead actor is restarted by Ray and its batch retried; the
+driver's per-shard check guarantees no text is lost or written twice whatever Ray does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from embedlab import runtime
+from embedlab.data.corpus import Corpus
+from embedlab.engines.fitting import fit_parts, load_vector_method, needs_corpus_fit, restore_parts
+from embedlab.methods.base import VectorMethod
+
+# texts an actor encodes per call: large enough to amortise Ray's per-batch cost, small enough that
+# every actor gets several batches (and a retried batch is cheap)
+_MAX_BATCH_ROWS = 512
+_BATCHES_PER_ACTOR = 4
+
+
+def import_ray():
+    try:
+        import ray
+        import ray.data
+    except ImportError:
+        raise ImportError("the Ray engine needs Ray Data: pip install 'embedlab[ray]' (ray[data]>=2.40)") from None
+    return ray
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None = None, workers: int | None = None) -> Iterator[object]:
+    """Ray, ready: the running session if there is one; else attach to ``address`` (or ``$RAY_ADDRESS``);
+    else start a local Ray with ``workers`` CPUs (all of them by default), shut down on exit."""
+    ray = import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, logging_level=logging.WARNING)
+    else:
+        ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+class _Encoder:
+    """A Ray actor: the method loaded once, with the driver's fitted state and cache/data roots."""
+
+    def __init__(self, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, cache_root: str, data_root: str) -> None:
+        runtime.configure(cache_root=cache_root, data_root=data_root)
+        self.method = restore_parts(load_vector_method(spec), states)
+        self.batch_size = batch_size
+        self.normalize = normalize
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        texts = [str(text) for text in batch["text"]]
+        vectors = self.method.encode(texts, batch_size=self.batch_size, show_progress_bar=False, normalize_embeddings=self.normalize)
+        return {"shard": batch["shard"], "position": batch["position"], "id": batch["id"], "vector": vectors}
+
+
+def _read_shards(batch: dict[str, np.ndarray], path: str, input_format: str) -> dict[str, np.ndarray]:
+    """Ray task: the records of the shards described in ``batch`` (read from their start positions)."""
+    corpus = Corpus(path, input_format)
+    shards, positions, ids, texts = [], [], [], []
+    for index, offset, line, rows in zip(batch["shard"], batch["offset"], batch["line"], batch["rows"]):
+        for position, record in enumerate(corpus.records((int(offset), int(line)))):
+            if position == rows:
+                break
+            shards.append(index)
+            positions.append(position)
+            ids.append(record.id)
+            texts.append(record.text)
+    return {"shard": np.array(shards, dtype=np.int64), "position": np.array(positions, dtype=np.int64),
+            "id": np.array(ids, dtype=np.int64 if ids and isinstance(ids[0], int) else object), "text": np.array(texts, dtype=object)}
+
+
+def _encode_dataset(dataset, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, total: int, workers: int | None):
+    ray = import_ray()
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False  # the driver shows one bar of texts
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    size = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    rows = max(1, min(_MAX_BATCH_ROWS, math.ceil(total / (size * _BATCHES_PER_ACTOR))))
+    return dataset.map_batches(
+        _Encoder, batch_size=rows, num_cpus=1, compute=ray.data.ActorPoolStrategy(size=size),
+        fn_constructor_args=(spec, list(states), batch_size, normalize, str(runtime.cache_root()), str(runtime.data_root())),
+    )
+
+
+def _gather(batches, expected_rows: dict[int, int], bar) -> Iterator[tuple[int, list, np.ndarray]]:
+    """Regroup the encoded rows by shard; yield each shard once all its rows are back, exactly once each."""
+    pending: dict[int, list[dict[str, np.ndarray]]] = {}
+    counts = dict.fromkeys(expected_rows, 0)
+    for batch in batches:
+        for shard in np.unique(batch["shard"]):
+            mask = batch["shard"] == shard
+            pending.setdefault(int(shard), []).append({key: value[mask] for key, value in batch.items()})
+            counts[int(shard)] += int(mask.sum())
+        bar.update(len(batch["shard"]))
+        for shard in [shard for shard, count in counts.items() if count >= expected_rows[shard] and shard in pending]:
+            parts = pending.pop(shard)
+            positions = np.concatenate([part["position"] for part in parts])
+            order = np.argsort(positions, kind="stable")
+            if not np.array_equal(positions[order], np.arange(expected_rows[shard])):
+                raise RuntimeError(f"Ray returned shard {shard} with rows missing or repeated; nothing of it was written")
+            ids = np.concatenate([part["id"] for part in parts])[order].tolist()
+            vectors = np.concatenate([np.asarray(part["vector"], dtype=np.float32) for part in parts])[order]
+            del counts[shard]
+            yield shard, ids, vectors
+    if counts:
+        raise RuntimeError(f"Ray finished without returning every text of shard(s) {sorted(counts)}; nothing of them was written")
+
+
+def ray_shards(spec: str, states: Sequence[bytes], corpus: Corpus, plans: Sequence, batch_size: int, normalize: bool,
+               bar, address: str | None, workers: int | None) -> Iterator[tuple[object, list, np.ndarray]]:
+    """The runner's engine hook: ``(plan, ids, vectors)`` of each shard in ``plans``, encoded on Ray."""
+    if not plans:
+        return
+    by_index = {plan.index: plan for plan in plans}
+    with ray_session(address, workers) as ray:
+        descriptors = ray.data.from_items([
+            {"shard": plan.index, "offset": plan.start[0], "line": plan.start[1], "rows": plan.rows} for plan in plans
+        ]).map_batches(_read_shards, batch_size=1, num_cpus=0, fn_kwargs={"path": str(corpus.path.resolve()), "input_format": corpus.format})
+        encoded = _encode_dataset(descriptors, spec, states, batch_size, normalize, sum(plan.rows for plan in plans), workers)
+        batches = encoded.iter_batches(batch_size=None, batch_format="numpy")
+        for index, ids, vectors in _gather(batches, {plan.index: plan.rows for plan in plans}, bar):
+            yield by_index[index], ids, vectors
+
+
+class RayEncodedMethod(VectorMethod):
+    """``method`` with its ``encode`` run on Ray actors (``eval --engine ray``): same spec, fingerprint and
+    vectors, so evaluation caches and the results database cannot tell the engines apart.
+
+    A spec that fits statistics on its target texts is encoded here, not on Ray: fitting it already
+    computes every vector. Other attributes are the wrapped method's."""
+
+    def __init__(self, method: VectorMethod, workers: int | None = None) -> None:
+        super().__init__(method.parsed)
+        self.method = method
+        self.workers = workers
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.method, name)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.method.fingerprint
+
+    @property
+    def dimension(self) -> int:
+        return self.method.dimension
+
+    def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+        if needs_corpus_fit(self.method):
+            return self.method.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        states = fit_parts(load_vector_method(self.spec), texts, batch_size)
+        with ray_session(workers=self.workers) as ray:
+            dataset = ray.data.from_items([{"shard": 0, "position": row, "id": row, "text": text} for row, text in enumerate(texts)])
+            encoded = _encode_dataset(dataset, self.spec, states, batch_size, False, len(texts), self.workers)
+            from tqdm.auto import tqdm
+
+            with tqdm(total=len(texts), unit="text", desc="encode (ray)", disable=not show_progress_bar) as bar:
+                ((_, _, vectors),) = list(_gather(encoded.iter_batches(batch_size=None, batch_format="numpy"), {0: len(texts)}, bar))
+        return vectors
