@@ -31,6 +31,7 @@ Position = tuple[int, int]
 START: Position = (0, 0)
 
 FORMATS = ("txt", "jsonl", "csv", "tsv", "parquet")
+_FORMAT_ALIASES = {"lines": "txt"}  # the name embed's --input-format had before the table formats
 _SUFFIX_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 _PARQUET_BATCH_ROWS = 4096
 _IDENTITY_HEAD_BYTES = 1 << 20  # the input identity hashes this much of the file's start (plus size and mtime)
@@ -58,6 +59,7 @@ class CorpusScan:
 
 def corpus_format(path: str | Path, requested: str = "auto") -> str:
     """The format of ``path``: ``requested`` unless it is ``auto``, else by suffix (anything else is one text a line)."""
+    requested = _FORMAT_ALIASES.get(requested, requested)
     if requested != "auto":
         if requested not in FORMATS:
             raise ValueError(f"unknown input format {requested!r}; choose one of: auto, {', '.join(FORMATS)}")
@@ -101,25 +103,23 @@ class Corpus:
         note the position where every ``shard_size``-th record starts."""
         if shard_size is not None and shard_size < 1:
             raise ValueError(f"shard size must be a positive integer, got {shard_size}")
-        count, id_kind, seen, starts, previous = 0, None, set(), [], START
+        ids, count, starts, previous = _IdCheck(self.source), 0, [], START
         for record in self.records():
-            kind = _id_kind(record)
-            if id_kind is None:
-                id_kind = kind
-            elif kind != id_kind:
-                raise DataFormatError(
-                    f"{self.source}:{record.line}: {_describe_id(kind)}, but the records before have "
-                    f"{_describe_id(id_kind)}; give every record an id of one type (all integers or all strings), or none"
-                )
-            if kind != "line":
-                if record.id in seen:
-                    raise DataFormatError(f"{self.source}:{record.line}: id {record.id!r} is repeated (ids must be unique)")
-                seen.add(record.id)
+            ids.add(record)
             if shard_size is not None and count % shard_size == 0:
                 starts.append(previous)
             previous = record.after
             count += 1
-        return CorpusScan(count, id_kind or "line", starts)
+        return CorpusScan(count, ids.kind or "line", starts)
+
+    def read_all(self) -> tuple[list[int | str], list[str]]:
+        """Every ``(id, text)`` in memory, validated as :meth:`scan` validates (one pass: works on stdin)."""
+        ids, texts, check = [], [], _IdCheck(self.source)
+        for record in self.records():
+            check.add(record)
+            ids.append(record.id)
+            texts.append(record.text)
+        return ids, texts
 
     # -- reading ----------------------------------------------------------------------------------------
     def records(self, start: Position = START) -> Iterator[Record]:
@@ -282,6 +282,29 @@ class Corpus:
                     raise DataFormatError(f"{self.source}: row {row}: 'id' is null")
                 else:
                     yield Record(ids[position], text, row, (row, row), True)
+
+
+class _IdCheck:
+    """Ids of one corpus: all line numbers, or all the file's own of one type (integers or strings), unique."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.kind: str | None = None
+        self.seen: set[int | str] = set()
+
+    def add(self, record: Record) -> None:
+        kind = _id_kind(record)
+        if self.kind is None:
+            self.kind = kind
+        elif kind != self.kind:
+            raise DataFormatError(
+                f"{self.source}:{record.line}: {_describe_id(kind)}, but the records before have "
+                f"{_describe_id(self.kind)}; give every record an id of one type (all integers or all strings), or none"
+            )
+        if kind != "line":
+            if record.id in self.seen:
+                raise DataFormatError(f"{self.source}:{record.line}: id {record.id!r} is repeated (ids must be unique)")
+            self.seen.add(record.id)
 
 
 def _id_kind(record: Record) -> str:

@@ -111,6 +111,8 @@ def embed_corpus(
         raise ValueError("shard size and batch size must be positive integers")
     corpus = Corpus(input_path, input_format)
     identity = corpus.identity()
+    folder = OutputFolder(out)
+    folder.check_location()
     method = load_vector_method(spec)
     expected = {
         "layout": LAYOUT_VERSION, "spec": method.spec, "method_fingerprint": method.fingerprint, "code_version": code_version(),
@@ -119,7 +121,6 @@ def embed_corpus(
     scan = corpus.scan(shard_size)
     if scan.count == 0:
         raise ValueError(f"{corpus.source} holds no texts")
-    folder = OutputFolder(out)
     manifest = folder.prepare(expected, overwrite) or {**expected, "texts": scan.count, "ids": scan.id_kind, "fitted": [], "shards": [], "complete": False}
     plans = shard_plans(scan, shard_size)
     finished = {entry["index"]: entry for entry in manifest["shards"] if folder.intact(entry)}

@@ -56,19 +56,23 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def shard_bytes(ids: Sequence[int | str], vectors: np.ndarray) -> object:
-    """One shard as Parquet bytes (a pyarrow buffer): ``id`` and ``vector`` (fixed-size list of float32)."""
+def shard_bytes(ids: Sequence[int | str], vectors: np.ndarray, texts: Sequence[str] | None = None) -> object:
+    """Parquet bytes (a pyarrow buffer): ``id``, ``vector`` (fixed-size list of float32), optional ``text``.
+
+    The one Parquet layout of embedlab's vectors: a shard, and ``embed --output FILE.parquet``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     id_type = pa.int64() if ids and isinstance(ids[0], int) else pa.string()
-    table = pa.table({
+    columns = {
         "id": pa.array(list(ids), type=id_type),
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), vectors.shape[1]),
-    })
+    }
+    if texts is not None:
+        columns["text"] = pa.array(list(texts), type=pa.string())
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
+    pq.write_table(pa.table(columns), sink)
     return sink.getvalue()
 
 
@@ -122,17 +126,28 @@ class OutputFolder:
         path = self.path / entry["file"]
         return path.is_file() and sha256_file(path) == entry["sha256"]
 
+    def check_location(self) -> None:
+        """Fail before any work if the folder cannot be made here: the path or a parent is a file, or the
+        nearest existing folder takes no new file. Creates nothing."""
+        if self.path.exists() and not self.path.is_dir():
+            raise OutputFolderError(f"--out {self.path} exists and is not a folder")
+        for parent in self.path.parents:
+            if parent.exists() and not parent.is_dir():
+                raise OutputFolderError(f"--out {self.path}: {parent} is a file, not a folder")
+        existing = next(folder for folder in (self.path, *self.path.parents) if folder.exists())
+        try:
+            with tempfile.TemporaryFile(dir=existing):
+                pass
+        except OSError as error:
+            raise OutputFolderError(f"--out {self.path}: {existing} is not writable ({error.strerror or error}); nothing was written") from None
+
     def prepare(self, expected: dict, overwrite: bool) -> dict | None:
         """Make the folder ready for a run described by ``expected``; the manifest to resume from, if any.
 
         Refuses (before anything is written) a path that is a file, a folder that holds anything but an
         embedlab run, and a run of different spec, method, code, shard size or input, unless
         ``overwrite`` (which removes only what an earlier run wrote: manifest, shards, fitted state)."""
-        if self.path.exists() and not self.path.is_dir():
-            raise OutputFolderError(f"--out {self.path} exists and is not a folder")
-        for parent in self.path.parents:
-            if parent.exists() and not parent.is_dir():
-                raise OutputFolderError(f"--out {self.path}: {parent} is a file, not a folder")
+        self.check_location()
         manifest = self.read_manifest() if self.path.is_dir() else None
         if manifest is None and self.path.is_dir() and any(not entry.name.startswith(".") for entry in self.path.iterdir()):
             raise OutputFolderError(f"--out {self.path} is a folder that holds other files and no {MANIFEST_NAME}; give a new or empty folder")
@@ -144,14 +159,13 @@ class OutputFolder:
                     "give a new folder, or --overwrite to replace it"
                 )
             if differences or overwrite:
-                self.remove_run(manifest)
+                self.remove_run()
                 manifest = None
         self.check_writable()
-        if manifest is not None:
-            runtime.remove_orphan_temporaries(self.path)  # a killed run's half-written temporaries
+        runtime.remove_orphan_temporaries(self.path)  # a killed run's half-written temporaries
         return manifest
 
-    def remove_run(self, manifest: dict) -> None:
+    def remove_run(self) -> None:
         """Delete what a run wrote here (its listed shards, any shard file, fitted state, the manifest)."""
         for path in [*self.path.glob("shard-*.parquet"), *self.path.glob("fitted-*.safetensors")]:
             path.unlink(missing_ok=True)
