@@ -2,8 +2,8 @@
 
 Ray Data pipeline of one ``embed`` run::
 
-    one row per unfinished shard (its start position in the input)
-      → map_batches(read a shard's records)            lazy: each task reads one shard from its offset
+    one row per piece of an unfinished shard (the shard's start position in the input, the piece's rows)
+      → map_batches(read a piece of a shard)           lazy: each task reads from its shard's offset
       → map_batches(_Encoder, ActorPoolStrategy(size))  actors load the method (and fitted state) once
       → the driver gathers each shard's rows, checks every row came back exactly once, writes the shard
 
@@ -15,6 +15,7 @@ driver's per-shard check guarantees no text is lost or written twice whatever Ra
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import math
 import os
@@ -76,14 +77,15 @@ class _Encoder:
         return {"shard": batch["shard"], "position": batch["position"], "id": batch["id"], "vector": vectors}
 
 
-def _read_shards(batch: dict[str, np.ndarray], path: str, input_format: str) -> dict[str, np.ndarray]:
-    """Ray task: the records of the shards described in ``batch`` (read from their start positions)."""
+def _read_pieces(batch: dict[str, np.ndarray], path: str, input_format: str) -> dict[str, np.ndarray]:
+    """Ray task: the records of the shard pieces described in ``batch``. A piece is ``rows`` records of a
+    shard after its first ``skip``; it is read from the shard's start position (records before the piece
+    are decoded and skipped, which costs little next to encoding them)."""
     corpus = Corpus(path, input_format)
     shards, positions, ids, texts = [], [], [], []
-    for index, offset, line, rows in zip(batch["shard"], batch["offset"], batch["line"], batch["rows"]):
-        for position, record in enumerate(corpus.records((int(offset), int(line)))):
-            if position == rows:
-                break
+    for index, offset, line, skip, rows in zip(batch["shard"], batch["offset"], batch["line"], batch["skip"], batch["rows"]):
+        records = itertools.islice(corpus.records((int(offset), int(line))), int(skip), int(skip) + int(rows))
+        for position, record in enumerate(records, start=int(skip)):
             shards.append(index)
             positions.append(position)
             ids.append(record.id)
@@ -92,15 +94,24 @@ def _read_shards(batch: dict[str, np.ndarray], path: str, input_format: str) -> 
             "id": np.array(ids, dtype=np.int64 if ids and isinstance(ids[0], int) else object), "text": np.array(texts, dtype=object)}
 
 
-def _encode_dataset(dataset, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, total: int, workers: int | None):
+def piece_rows(total: int, workers: int) -> int:
+    """Texts per actor call: enough calls for every actor to get several, at most ``_MAX_BATCH_ROWS``."""
+    return max(1, min(_MAX_BATCH_ROWS, math.ceil(total / (workers * _BATCHES_PER_ACTOR))))
+
+
+def _pool_size(workers: int | None) -> int:
+    return workers or max(1, int(import_ray().cluster_resources().get("CPU", 1)))
+
+
+def _encode_dataset(dataset, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, rows: int, workers: int):
+    """``dataset`` (columns shard, position, id, text; blocks of ``rows`` texts) mapped through a pool of
+    ``workers`` :class:`_Encoder` actors; a dead actor is restarted and its block retried (Ray Data's default)."""
     ray = import_ray()
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False  # the driver shows one bar of texts
     logging.getLogger("ray.data").setLevel(logging.WARNING)
-    size = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    rows = max(1, min(_MAX_BATCH_ROWS, math.ceil(total / (size * _BATCHES_PER_ACTOR))))
     return dataset.map_batches(
-        _Encoder, batch_size=rows, num_cpus=1, compute=ray.data.ActorPoolStrategy(size=size),
+        _Encoder, batch_size=rows, num_cpus=1, compute=ray.data.ActorPoolStrategy(size=workers),
         fn_constructor_args=(spec, list(states), batch_size, normalize, str(runtime.cache_root()), str(runtime.data_root())),
     )
 
@@ -136,10 +147,13 @@ def ray_shards(spec: str, states: Sequence[bytes], corpus: Corpus, plans: Sequen
         return
     by_index = {plan.index: plan for plan in plans}
     with ray_session(address, workers) as ray:
-        descriptors = ray.data.from_items([
-            {"shard": plan.index, "offset": plan.start[0], "line": plan.start[1], "rows": plan.rows} for plan in plans
-        ]).map_batches(_read_shards, batch_size=1, num_cpus=0, fn_kwargs={"path": str(corpus.path.resolve()), "input_format": corpus.format})
-        encoded = _encode_dataset(descriptors, spec, states, batch_size, normalize, sum(plan.rows for plan in plans), workers)
+        size = _pool_size(workers)
+        rows = piece_rows(sum(plan.rows for plan in plans), size)
+        pieces = [{"shard": plan.index, "offset": plan.start[0], "line": plan.start[1], "skip": skip, "rows": min(rows, plan.rows - skip)}
+                  for plan in plans for skip in range(0, plan.rows, rows)]
+        records = ray.data.from_items(pieces, override_num_blocks=len(pieces)).map_batches(
+            _read_pieces, batch_size=1, num_cpus=0, fn_kwargs={"path": str(corpus.path.resolve()), "input_format": corpus.format})
+        encoded = _encode_dataset(records, spec, states, batch_size, normalize, rows, size)
         batches = encoded.iter_batches(batch_size=None, batch_format="numpy")
         for index, ids, vectors in _gather(batches, {plan.index: plan.rows for plan in plans}, bar):
             yield by_index[index], ids, vectors
@@ -173,8 +187,11 @@ class RayEncodedMethod(VectorMethod):
             return self.method.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
         states = fit_parts(load_vector_method(self.spec), texts, batch_size)
         with ray_session(workers=self.workers) as ray:
-            dataset = ray.data.from_items([{"shard": 0, "position": row, "id": row, "text": text} for row, text in enumerate(texts)])
-            encoded = _encode_dataset(dataset, self.spec, states, batch_size, False, len(texts), self.workers)
+            size = _pool_size(self.workers)
+            rows = piece_rows(len(texts), size)
+            dataset = ray.data.from_items([{"shard": 0, "position": row, "id": row, "text": text} for row, text in enumerate(texts)],
+                                          override_num_blocks=math.ceil(len(texts) / rows))
+            encoded = _encode_dataset(dataset, self.spec, states, batch_size, False, rows, size)
             from tqdm.auto import tqdm
 
             with tqdm(total=len(texts), unit="text", desc="encode (ray)", disable=not show_progress_bar) as bar:
