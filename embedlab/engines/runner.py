@@ -127,6 +127,7 @@ def embed_corpus(
     manifest["shards"] = sorted(finished.values(), key=lambda entry: entry["index"])
     todo = [plan for plan in plans if plan.index not in finished]
     folder.check_free_space(sum(plan.rows for plan in todo), method.dimension)
+    folder.create()
     folder.write_manifest(manifest)  # from here on the folder is this run's, even if killed while fitting
     states = _fitted_states(method, corpus, folder, manifest, batch_size)
     folder.write_manifest(manifest)

@@ -134,7 +134,7 @@ class OutputFolder:
         for parent in self.path.parents:
             if parent.exists() and not parent.is_dir():
                 raise OutputFolderError(f"--out {self.path}: {parent} is a file, not a folder")
-        existing = next(folder for folder in (self.path, *self.path.parents) if folder.exists())
+        existing = self._nearest_existing()
         try:
             with tempfile.TemporaryFile(dir=existing):
                 pass
@@ -142,9 +142,9 @@ class OutputFolder:
             raise OutputFolderError(f"--out {self.path}: {existing} is not writable ({error.strerror or error}); nothing was written") from None
 
     def prepare(self, expected: dict, overwrite: bool) -> dict | None:
-        """Make the folder ready for a run described by ``expected``; the manifest to resume from, if any.
+        """Check the folder can take a run described by ``expected``; the manifest to resume from, if any.
 
-        Refuses (before anything is written) a path that is a file, a folder that holds anything but an
+        Creates nothing. Refuses a path that is a file, a folder that holds anything but an
         embedlab run, and a run of different spec, method, code, shard size or input, unless
         ``overwrite`` (which removes only what an earlier run wrote: manifest, shards, fitted state)."""
         self.check_location()
@@ -161,8 +161,6 @@ class OutputFolder:
             if differences or overwrite:
                 self.remove_run()
                 manifest = None
-        self.check_writable()
-        runtime.remove_orphan_temporaries(self.path)  # a killed run's half-written temporaries
         return manifest
 
     def remove_run(self) -> None:
@@ -171,18 +169,18 @@ class OutputFolder:
             path.unlink(missing_ok=True)
         self.manifest_path.unlink()
 
-    def check_writable(self) -> None:
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryFile(dir=self.path):
-                pass
-        except OSError as error:
-            raise OutputFolderError(f"--out {self.path} is not writable ({error.strerror or error}); nothing was written") from None
+    def create(self) -> None:
+        """Make the folder (after every check passed) and remove the temporaries a killed run left."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        runtime.remove_orphan_temporaries(self.path)
+
+    def _nearest_existing(self) -> Path:
+        return next(folder for folder in (self.path, *self.path.parents) if folder.exists())
 
     def check_free_space(self, rows: int, dimension: int) -> int:
         """Fail now, not at shard 900, when the disk cannot hold ``rows`` more vectors; the estimate in bytes."""
         needed = int(rows * (dimension * 4 + _ROW_OVERHEAD_BYTES) * _DISK_MARGIN)
-        free = shutil.disk_usage(self.path).free
+        free = shutil.disk_usage(self._nearest_existing()).free
         if needed > free:
             raise OutputFolderError(
                 f"--out {self.path}: the shards need about {needed / 1e6:,.1f} MB ({rows:,} vectors of {dimension} float32) "
