@@ -26,12 +26,8 @@ import numpy as np
 from embedlab import runtime
 from embedlab.data.corpus import Corpus
 from embedlab.engines.fitting import fit_parts, load_vector_method, needs_corpus_fit, restore_parts
+from embedlab.engines.runner import slice_rows
 from embedlab.methods.base import VectorMethod
-
-# texts an actor encodes per call: large enough to amortise Ray's per-batch cost, small enough that
-# every actor gets several batches (and a retried batch is cheap)
-_MAX_BATCH_ROWS = 512
-_BATCHES_PER_ACTOR = 4
 
 
 def import_ray():
@@ -94,11 +90,6 @@ def _read_pieces(batch: dict[str, np.ndarray], path: str, input_format: str) -> 
             "id": np.array(ids, dtype=np.int64 if ids and isinstance(ids[0], int) else object), "text": np.array(texts, dtype=object)}
 
 
-def piece_rows(total: int, workers: int) -> int:
-    """Texts per actor call: enough calls for every actor to get several, at most ``_MAX_BATCH_ROWS``."""
-    return max(1, min(_MAX_BATCH_ROWS, math.ceil(total / (workers * _BATCHES_PER_ACTOR))))
-
-
 def _pool_size(workers: int | None) -> int:
     return workers or max(1, int(import_ray().cluster_resources().get("CPU", 1)))
 
@@ -148,7 +139,7 @@ def ray_shards(spec: str, states: Sequence[bytes], corpus: Corpus, plans: Sequen
     by_index = {plan.index: plan for plan in plans}
     with ray_session(address, workers) as ray:
         size = _pool_size(workers)
-        rows = piece_rows(sum(plan.rows for plan in plans), size)
+        rows = slice_rows(sum(plan.rows for plan in plans))  # the local engine's slices: the same vectors
         pieces = [{"shard": plan.index, "offset": plan.start[0], "line": plan.start[1], "skip": skip, "rows": min(rows, plan.rows - skip)}
                   for plan in plans for skip in range(0, plan.rows, rows)]
         records = ray.data.from_items(pieces, override_num_blocks=len(pieces)).map_batches(
@@ -188,7 +179,7 @@ class RayEncodedMethod(VectorMethod):
         states = fit_parts(load_vector_method(self.spec), texts, batch_size)
         with ray_session(workers=self.workers) as ray:
             size = _pool_size(self.workers)
-            rows = piece_rows(len(texts), size)
+            rows = slice_rows(len(texts))
             dataset = ray.data.from_items([{"shard": 0, "position": row, "id": row, "text": text} for row, text in enumerate(texts)],
                                           override_num_blocks=math.ceil(len(texts) / rows))
             encoded = _encode_dataset(dataset, self.spec, states, batch_size, False, rows, size)

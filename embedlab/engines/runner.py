@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,8 +32,12 @@ from embedlab.results.database import code_version
 
 ENGINES = ("local", "ray")
 DEFAULT_SHARD_SIZE = 10_000
-# the local engine encodes a shard in slices of this many texts, so the progress bar moves within a shard
-_PROGRESS_SLICE = 512
+# Both engines encode a shard in the same slices (one ``encode`` call each, on this process or on an
+# actor): at most this many texts, and at least _SLICES_PER_RUN slices per run so that every Ray actor gets
+# several. Same slices → same length-sorted batches inside ``encode`` → the same float rounding, so the
+# engines' vectors agree to the last bits rather than to ~1e-6; the progress bar moves once per slice.
+_MAX_SLICE_ROWS = 512
+_SLICES_PER_RUN = 16
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,11 @@ class ShardPlan:
     rows: int
 
 
+def slice_rows(total: int) -> int:
+    """Texts per ``encode`` call when a run has ``total`` texts to encode (see ``_MAX_SLICE_ROWS``)."""
+    return max(1, min(_MAX_SLICE_ROWS, math.ceil(total / _SLICES_PER_RUN)))
+
+
 def shard_plans(scan: CorpusScan, shard_size: int) -> list[ShardPlan]:
     return [ShardPlan(index, start, min(shard_size, scan.count - index * shard_size)) for index, start in enumerate(scan.shard_starts)]
 
@@ -75,11 +85,12 @@ def progress_bar(total: int, done: int, show: bool | None) -> tqdm:
 
 def _local_shards(method: VectorMethod, corpus: Corpus, plans: list[ShardPlan], batch_size: int, normalize: bool,
                   bar: tqdm) -> Iterator[tuple[ShardPlan, list[int | str], np.ndarray]]:
+    rows = slice_rows(sum(plan.rows for plan in plans))
     for plan in plans:
         ids, texts = read_plan(corpus, plan)
         blocks = []
-        for start in range(0, len(texts), _PROGRESS_SLICE):
-            chunk = texts[start:start + _PROGRESS_SLICE]
+        for start in range(0, len(texts), rows):
+            chunk = texts[start:start + rows]
             blocks.append(method.encode(chunk, batch_size=batch_size, show_progress_bar=False, normalize_embeddings=normalize))
             bar.update(len(chunk))
         yield plan, ids, np.vstack(blocks)
