@@ -57,7 +57,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     output = Path(args.output)
     if not output.suffix or output.is_dir():
         return _embed_to_folder(args, output)
-    if args.engine != "local" or args.address:
+    if args.engine != "local" or args.address or args.workers:
         raise InputError(f"--engine ray writes a folder of shards; give --out a folder, not the file {output}")
     import embedlab
 
@@ -86,6 +86,8 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 def _embed_to_folder(args: argparse.Namespace, folder: Path) -> int:
     if args.include_text:
         raise InputError("--include-text needs a .parquet --output file; a shard folder holds ids and vectors")
+    if args.engine != "ray" and (args.address or args.workers):
+        raise InputError("--address and --workers are options of --engine ray")
     show = False if args.quiet else (None if args.progress else False)  # None: a bar only on a terminal
     result = embed_corpus(
         args.spec, args.input, folder, engine=args.engine, input_format=args.input_format, shard_size=args.shard_size,

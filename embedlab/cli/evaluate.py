@@ -73,6 +73,8 @@ def run_eval(args: argparse.Namespace) -> int:
     from embedlab.evaluation import evaluate, parse_tasks
     from embedlab.results.database import ResultsDB
 
+    if args.engine != "ray" and (args.address or args.workers):
+        raise ValueError("--address and --workers are options of --engine ray")
     tasks = parse_tasks(args.tasks, seed=args.seed, pair_features=args.pair_features,
                         layout="line" if args.groups_per_line else "column")
     methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work

@@ -180,7 +180,7 @@ class Corpus:
             raise DataFormatError(f"{self.source}:{number}: 'id' must be an integer or a string")
         return Record(given, text, number, after, True)
 
-    def _text(self, value: object, number: int, what: str = "line") -> str:
+    def _text(self, value: object, number: int) -> str:
         if not isinstance(value, str):
             raise DataFormatError(f"{self.source}:{number}: 'text' must be a string")
         problem = unicode_problem(value)

@@ -2,10 +2,13 @@
 
 Ray Data pipeline of one ``embed`` run::
 
-    one row per piece of an unfinished shard (the shard's start position in the input, the piece's rows)
-      → map_batches(read a piece of a shard)           lazy: each task reads from its shard's offset
-      → map_batches(_Encoder, ActorPoolStrategy(size))  actors load the method (and fitted state) once
+    one row per slice of an unfinished shard (the shard's start position in the input, the slice's rows)
+      → map_batches(_Encoder, ActorPoolStrategy(size))  actors load the method (and fitted state) once,
+                                                         then read each slice from the input and encode it
       → the driver gathers each shard's rows, checks every row came back exactly once, writes the shard
+
+Reading happens in the actors (not in a separate Ray task stage): a task stage would start its own
+worker processes, each importing torch to unpickle the reader, for reading that costs little.
 
 The input file must be readable at the same path on every node (as for Ray's own ``read_*``), and the
 same embedlab installed on every node. A dead actor is restarted by Ray and its batch retried; the
@@ -59,51 +62,59 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
 
 
 class _Encoder:
-    """A Ray actor: the method loaded once, with the driver's fitted state and cache/data roots."""
+    """A Ray actor: the method loaded once (with the driver's fitted state and cache/data roots).
 
-    def __init__(self, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, cache_root: str, data_root: str) -> None:
+    Each call gets one slice: either its texts (``text`` column: the evaluation harness's in-memory
+    texts) or where to read them (``offset``/``line`` of the shard's start in the input, ``skip`` records
+    into the shard, ``rows`` records), read here so that no text passes through the driver."""
+
+    def __init__(self, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, cache_root: str, data_root: str,
+                 path: str | None = None, input_format: str = "auto") -> None:
         runtime.configure(cache_root=cache_root, data_root=data_root)
         self.method = restore_parts(load_vector_method(spec), states)
         self.batch_size = batch_size
         self.normalize = normalize
+        self.corpus = Corpus(path, input_format) if path else None
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        texts = [str(text) for text in batch["text"]]
+        if "text" in batch:
+            shards, positions, ids, texts = batch["shard"], batch["position"], batch["id"], [str(text) for text in batch["text"]]
+        else:
+            shards, positions, ids, texts = self._read(batch)
         vectors = self.method.encode(texts, batch_size=self.batch_size, show_progress_bar=False, normalize_embeddings=self.normalize)
-        return {"shard": batch["shard"], "position": batch["position"], "id": batch["id"], "vector": vectors}
+        return {"shard": shards, "position": positions, "id": ids, "vector": vectors}
 
-
-def _read_pieces(batch: dict[str, np.ndarray], path: str, input_format: str) -> dict[str, np.ndarray]:
-    """Ray task: the records of the shard pieces described in ``batch``. A piece is ``rows`` records of a
-    shard after its first ``skip``; it is read from the shard's start position (records before the piece
-    are decoded and skipped, which costs little next to encoding them)."""
-    corpus = Corpus(path, input_format)
-    shards, positions, ids, texts = [], [], [], []
-    for index, offset, line, skip, rows in zip(batch["shard"], batch["offset"], batch["line"], batch["skip"], batch["rows"]):
-        records = itertools.islice(corpus.records((int(offset), int(line))), int(skip), int(skip) + int(rows))
-        for position, record in enumerate(records, start=int(skip)):
-            shards.append(index)
-            positions.append(position)
-            ids.append(record.id)
-            texts.append(record.text)
-    return {"shard": np.array(shards, dtype=np.int64), "position": np.array(positions, dtype=np.int64),
-            "id": np.array(ids, dtype=np.int64 if ids and isinstance(ids[0], int) else object), "text": np.array(texts, dtype=object)}
+    def _read(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """The records of the slices in ``batch``, read from their shard's start position (records before
+        the slice are decoded and skipped, which costs little next to encoding them)."""
+        shards, positions, ids, texts = [], [], [], []
+        for index, offset, line, skip, rows in zip(batch["shard"], batch["offset"], batch["line"], batch["skip"], batch["rows"]):
+            records = itertools.islice(self.corpus.records((int(offset), int(line))), int(skip), int(skip) + int(rows))
+            for position, record in enumerate(records, start=int(skip)):
+                shards.append(index)
+                positions.append(position)
+                ids.append(record.id)
+                texts.append(record.text)
+        id_type = np.int64 if ids and isinstance(ids[0], int) else object
+        return np.array(shards, dtype=np.int64), np.array(positions, dtype=np.int64), np.array(ids, dtype=id_type), texts
 
 
 def _pool_size(workers: int | None) -> int:
     return workers or max(1, int(import_ray().cluster_resources().get("CPU", 1)))
 
 
-def _encode_dataset(dataset, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, rows: int, workers: int):
-    """``dataset`` (columns shard, position, id, text; blocks of ``rows`` texts) mapped through a pool of
-    ``workers`` :class:`_Encoder` actors; a dead actor is restarted and its block retried (Ray Data's default)."""
+def _encode_dataset(dataset, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, rows: int, workers: int,
+                    corpus: Corpus | None = None):
+    """``dataset`` (one block per slice) mapped through a pool of ``workers`` :class:`_Encoder` actors, one
+    slice per call; a dead actor is restarted and its slice retried (Ray Data's default for actor pools)."""
     ray = import_ray()
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False  # the driver shows one bar of texts
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+    source = (str(corpus.path.resolve()), corpus.format) if corpus is not None else (None, "auto")
     return dataset.map_batches(
         _Encoder, batch_size=rows, num_cpus=1, compute=ray.data.ActorPoolStrategy(size=workers),
-        fn_constructor_args=(spec, list(states), batch_size, normalize, str(runtime.cache_root()), str(runtime.data_root())),
+        fn_constructor_args=(spec, list(states), batch_size, normalize, str(runtime.cache_root()), str(runtime.data_root()), *source),
     )
 
 
@@ -140,11 +151,10 @@ def ray_shards(spec: str, states: Sequence[bytes], corpus: Corpus, plans: Sequen
     with ray_session(address, workers) as ray:
         size = _pool_size(workers)
         rows = slice_rows(sum(plan.rows for plan in plans))  # the local engine's slices: the same vectors
-        pieces = [{"shard": plan.index, "offset": plan.start[0], "line": plan.start[1], "skip": skip, "rows": min(rows, plan.rows - skip)}
+        slices = [{"shard": plan.index, "offset": plan.start[0], "line": plan.start[1], "skip": skip, "rows": min(rows, plan.rows - skip)}
                   for plan in plans for skip in range(0, plan.rows, rows)]
-        records = ray.data.from_items(pieces, override_num_blocks=len(pieces)).map_batches(
-            _read_pieces, batch_size=1, num_cpus=0, fn_kwargs={"path": str(corpus.path.resolve()), "input_format": corpus.format})
-        encoded = _encode_dataset(records, spec, states, batch_size, normalize, rows, size)
+        descriptors = ray.data.from_items(slices, override_num_blocks=len(slices))
+        encoded = _encode_dataset(descriptors, spec, states, batch_size, normalize, 1, size, corpus)
         batches = encoded.iter_batches(batch_size=None, batch_format="numpy")
         for index, ids, vectors in _gather(batches, {plan.index: plan.rows for plan in plans}, bar):
             yield by_index[index], ids, vectors

@@ -13,6 +13,7 @@ One run, whatever the engine:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import math
@@ -150,15 +151,22 @@ def embed_corpus(
             shards = ray_shards(method.spec, states, corpus, todo, batch_size, normalize, bar, address, workers)
         else:
             shards = _local_shards(method, corpus, todo, batch_size, normalize, bar)
-        for plan, ids, vectors in shards:
-            if vectors.shape != (plan.rows, method.dimension):
-                raise ValueError(f"{method.spec}: shard {plan.index} came back with shape {vectors.shape}, expected {(plan.rows, method.dimension)}")
-            manifest["shards"].append(folder.write_shard(plan.index, ids, vectors))
-            manifest["shards"].sort(key=lambda entry: entry["index"])
-            folder.write_manifest(manifest)  # the shard is on disk: only now is it finished
+        with contextlib.closing(shards):  # a failed write still shuts down a Ray this run started
+            _write_shards(folder, manifest, shards, method)
     manifest["complete"] = len(manifest["shards"]) == len(plans)
     folder.write_manifest(manifest)
     return EmbedResult(folder.path, scan.count, method.dimension, len(todo), len(finished))
+
+
+def _write_shards(folder: OutputFolder, manifest: dict, shards: Iterator[tuple[ShardPlan, list[int | str], np.ndarray]],
+                  method: VectorMethod) -> None:
+    """Write each encoded shard atomically, then list it in the manifest (only then is it finished)."""
+    for plan, ids, vectors in shards:
+        if vectors.shape != (plan.rows, method.dimension):
+            raise ValueError(f"{method.spec}: shard {plan.index} came back with shape {vectors.shape}, expected {(plan.rows, method.dimension)}")
+        manifest["shards"].append(folder.write_shard(plan.index, ids, vectors))
+        manifest["shards"].sort(key=lambda entry: entry["index"])
+        folder.write_manifest(manifest)
 
 
 def _fitted_states(method: VectorMethod, corpus: Corpus, folder: OutputFolder, manifest: dict, batch_size: int) -> list[bytes]:

@@ -139,3 +139,20 @@ def test_eval_encoding_through_ray_equals_local(local_ray, sts_sentences, separa
     assert method.spec == "minilm" and method.fingerprint == embedlab.load("minilm").fingerprint
     separate_caches("local-cache")
     assert np.abs(vectors - embedlab.load("minilm").encode(sts_sentences[:12])).max() <= 1e-6
+
+
+def test_eval_engine_ray_gives_the_local_scores(local_ray, tmp_path, sts_test_rows, separate_caches, capsys):
+    from embedlab.cli.app import main
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{a}\t{b}\t{score}\n" for score, a, b in sts_test_rows[:8]), encoding="utf-8")
+    arguments = ["eval", "minilm", "--tasks", f"sts:@{pairs}", "--no-db", "--quiet", "--format", "json"]
+    separate_caches("local-cache")
+    assert main(arguments) == 0
+    local = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    separate_caches("ray-cache")  # also an empty evaluation cache: the Ray run encodes for itself
+    assert main([*arguments, "--engine", "ray", "--workers", "2"]) == 0
+    on_ray = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [record["metric"] for record in on_ray] == [record["metric"] for record in local] and "spearman" in {r["metric"] for r in local}
+    for ours, theirs in zip(on_ray, local):
+        assert abs(ours["value"] - theirs["value"]) <= 1e-6
