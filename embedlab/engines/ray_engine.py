@@ -25,6 +25,7 @@ import os
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from embedlab import runtime
 from embedlab.data.corpus import Corpus
@@ -193,8 +194,6 @@ class RayEncodedMethod(VectorMethod):
             dataset = ray.data.from_items([{"shard": 0, "position": row, "id": row, "text": text} for row, text in enumerate(texts)],
                                           override_num_blocks=math.ceil(len(texts) / rows))
             encoded = _encode_dataset(dataset, self.spec, states, batch_size, False, rows, size)
-            from tqdm.auto import tqdm
-
             with tqdm(total=len(texts), unit="text", desc="encode (ray)", disable=not show_progress_bar) as bar:
                 ((_, _, vectors),) = list(_gather(encoded.iter_batches(batch_size=None, batch_format="numpy"), {0: len(texts)}, bar))
         return vectors
