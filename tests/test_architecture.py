@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("training", "interop"),
     ("evaluation",),
     ("results",),
+    ("engines",),
     ("cli", "__init__"),
     ("__main__",),
 )

@@ -11,13 +11,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import embedlab
-from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int
+from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_int
 
 if TYPE_CHECKING:  # importing the harness costs seconds: only the commands that run it do
     from embedlab.evaluation.records import Record
@@ -62,11 +63,20 @@ def run_eval(args: argparse.Namespace) -> int:
     from embedlab.evaluation import evaluate, parse_tasks
     from embedlab.results.database import ResultsDB
 
+    if args.engine != "ray" and (args.address or args.workers):
+        raise ValueError("--address and --workers are options of --engine ray")
     tasks = parse_tasks(args.tasks, seed=args.seed, pair_features=args.pair_features,
                         layout="line" if args.groups_per_line else "column")
     methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work
     db = None if args.no_db else ResultsDB(args.db)
-    run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection)
+    session = contextlib.nullcontext()
+    if args.engine == "ray":  # each method's encoding of its unique texts runs on Ray actors; pairwise methods stay here
+        from embedlab.engines.ray_engine import RayEncodedMethod, ray_session
+
+        methods = [method if method.pairwise else RayEncodedMethod(method, workers=args.workers) for method in methods]
+        session = ray_session(args.address, args.workers)
+    with session:
+        run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection)
     print_records(_shape(_filter(run.records, args), args), args.format)
     return 0
 
@@ -133,6 +143,10 @@ def add_cli(subparsers) -> None:
                                  help="user grouped files (triplets:@FILE) hold one group per line")
     evaluate_parser.add_argument("--intersection", action="store_true",
                                  help="triplets: also the Eq. 3 intersection of each method's broken triplets with the first method's")
+    evaluate_parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                                 help="ray: encode each task's unique texts on Ray actors (pip install 'embedlab[ray]'; docs/scale.md)")
+    evaluate_parser.add_argument("--address", default=None, help="--engine ray: cluster to attach to (default $RAY_ADDRESS, else a local Ray)")
+    evaluate_parser.add_argument("--workers", type=positive_int, default=None, help="--engine ray: actors (default: one per CPU)")
     _common(evaluate_parser)
     evaluate_parser.set_defaults(handler=run_eval)
 

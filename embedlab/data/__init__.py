@@ -1,5 +1,7 @@
 """Data in: the shared evaluation datasets, WikiText-2, user files, and sentence splitting."""
 
+import json
+
 
 class DataFormatError(ValueError):
     """A data file whose content does not have the expected format (the message names file and line).
@@ -17,3 +19,15 @@ def unicode_problem(text: str) -> str | None:
     except UnicodeEncodeError as error:
         return f"lone surrogate {text[error.start]!r} at character {error.start} (not valid Unicode)"
     return None
+
+
+def json_object(line: str, where: str) -> dict:
+    """One JSON-lines record, which must be an object; ``where`` ("file, line 3" or "file:3") starts the
+    error message. The one JSON-lines parser of every reader (datasets, user files, corpora)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DataFormatError(f"{where}: not valid JSON ({error.msg})") from None
+    if not isinstance(row, dict):
+        raise DataFormatError(f"{where}: expected a JSON object, found {type(row).__name__}")
+    return row

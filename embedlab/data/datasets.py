@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab.data import DataFormatError, unicode_problem
+from embedlab.data import DataFormatError, json_object, unicode_problem
 from embedlab.data.wikitext import wikitext2_sentences  # re-exported: the IsoScore set (paper 2 §3.5.4)
 from embedlab.runtime import data_path, data_root
 
@@ -371,13 +371,7 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
     for number, line in enumerate(_lines(path), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataFormatError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
-        if not isinstance(row, dict):
-            raise DataFormatError(f"{path}, line {number}: expected a JSON object, found {type(row).__name__}")
-        yield number, row
+        yield number, json_object(line, f"{path}, line {number}")
 
 
 def afin() -> LabelledPairs:

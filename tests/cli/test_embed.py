@@ -1,5 +1,5 @@
 """``embedlab embed`` and ``embedlab similarity``: input files (lines, JSON lines, stdin), errors that name
-the file and line, and outputs equal to the Python API's."""
+the file and line, outputs equal to the Python API's, and ``--out FOLDER`` shard folders."""
 
 import io
 
@@ -8,38 +8,57 @@ import pytest
 
 import embedlab
 from embedlab.cli.app import main
-from embedlab.cli.embed import InputError, read_texts
+from embedlab.data import DataFormatError
+from embedlab.data.corpus import Corpus
+from embedlab.engines import read_shards
 
 
 def test_embed_lines_file(tmp_path, capsys):
     source = tmp_path / "texts.txt"
-    source.write_text("A man plays a guitar.\n\nA woman reads.\n", encoding="utf-8")
+    source.write_text("A man plays a guitar.\nA woman reads.\n", encoding="utf-8")
     output = tmp_path / "out.npy"
     assert main(["embed", "minilm", "--input", str(source), "--output", str(output), "--no-progress"]) == 0
     vectors = np.load(output, allow_pickle=False)
-    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
-    np.testing.assert_allclose(vectors, embedlab.load("minilm").encode(["A man plays a guitar.", "", "A woman reads."]), atol=1e-6)
+    assert vectors.shape == (2, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(vectors, embedlab.load("minilm").encode(["A man plays a guitar.", "A woman reads."]), atol=1e-6)
 
 
 def test_embed_json_lines_and_stdin(tmp_path, monkeypatch):
     source = tmp_path / "texts.jsonl"
-    source.write_text('{"text": "one", "id": 1}\n{"text": "two"}\n', encoding="utf-8")
-    assert read_texts(str(source)) == ["one", "two"]
+    source.write_text('{"text": "one", "id": 1}\n{"text": "two", "id": 5}\n', encoding="utf-8")
+    assert Corpus(source).read_all() == ([1, 5], ["one", "two"])
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"first\nsecond\n")))
-    assert read_texts("-") == ["first", "second"]
+    assert Corpus("-").read_all() == ([1, 2], ["first", "second"])
 
 
 def test_bad_input_names_file_and_line(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine\nalso fine\n\xff\xfe broken\n")
-    with pytest.raises(InputError, match=r"bad.txt:3: not valid UTF-8"):
-        read_texts(str(bad))
+    with pytest.raises(DataFormatError, match=r"bad.txt:3: not valid UTF-8"):
+        Corpus(bad).read_all()
     bad_json = tmp_path / "bad.jsonl"
     bad_json.write_text('{"text": "ok"}\n{"txt": "no"}\n', encoding="utf-8")
-    with pytest.raises(InputError, match=r"bad.jsonl:2: expected a JSON object"):
-        read_texts(str(bad_json))
+    with pytest.raises(DataFormatError, match=r"bad.jsonl:2: the record has no 'text' field"):
+        Corpus(bad_json).read_all()
     assert main(["embed", "minilm", "--input", str(tmp_path / "missing.txt"), "--output", str(tmp_path / "o.npy")]) == 2
     assert "input file not found" in capsys.readouterr().err
+
+
+def test_embed_to_a_folder_writes_resumable_shards(tmp_path, capsys, sts_sentences):
+    source = tmp_path / "texts.csv"
+    source.write_text("id,text\n" + "".join(f'{index},"{text}"\n' for index, text in enumerate(sts_sentences[:5])), encoding="utf-8")
+    out = tmp_path / "vectors"
+    assert main(["embed", "minilm", "--input", str(source), "--out", str(out), "--shard-size", "2"]) == 0
+    assert "5 x 384 float32 vectors" in capsys.readouterr().err
+    assert sorted(path.name for path in out.iterdir()) == [
+        "fitted-0.safetensors", "manifest.json", "shard-00000.parquet", "shard-00001.parquet", "shard-00002.parquet"]
+    ids, vectors = read_shards(out)
+    assert ids == ["0", "1", "2", "3", "4"]
+    np.testing.assert_allclose(vectors, embedlab.load("minilm").encode(sts_sentences[:5]), atol=1e-6)
+    assert main(["embed", "minilm", "--input", str(source), "--out", str(out), "--shard-size", "2"]) == 0
+    assert "0 shard(s) written, 3 finished shard(s) kept" in capsys.readouterr().err
+    assert main(["embed", "minilm", "--input", str(source), "--out", str(out), "--quiet"]) == 2
+    assert "holds another run (shard_size: 2 there, 10000 now)" in capsys.readouterr().err
 
 
 def test_similarity_prints_the_cosine(capsys):
@@ -90,8 +109,9 @@ def test_embed_npy_keeps_the_name_and_parquet_ids_default_to_line_numbers(tmp_pa
 @pytest.mark.parametrize(
     ("output", "message"),
     [
-        ("/dev/full", "exists and is not a regular file"),
+        ("/dev/full", "exists and is not a folder"),
         ("{tmp}/vectors.txt", "must end in .npy"),
+        ("{tmp}/a-file/shards", "a-file is a file, not a folder"),
         ("{tmp}/a-file/vectors.npy", "a-file is a file, not a folder"),
     ],
 )

@@ -1,0 +1,199 @@
+"""The Ray engine: encode texts on a pool of Ray actors, each of which loads the method once.
+
+Ray Data pipeline of one ``embed`` run::
+
+    one row per slice of an unfinished shard (the shard's start position in the input, the slice's rows)
+      → map_batches(_Encoder, ActorPoolStrategy(size))  actors load the method (and fitted state) once,
+                                                         then read each slice from the input and encode it
+      → the driver gathers each shard's rows, checks every row came back exactly once, writes the shard
+
+Reading happens in the actors (not in a separate Ray task stage): a task stage would start its own
+worker processes, each importing torch to unpickle the reader, for reading that costs little.
+
+The input file must be readable at the same path on every node (as for Ray's own ``read_*``), and the
+same embedlab installed on every node. A dead actor is restarted by Ray and its batch retried; the
+driver's per-shard check guarantees no text is lost or written twice whatever Ray does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import math
+import os
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from embedlab import runtime
+from embedlab.data.corpus import Corpus
+from embedlab.engines.fitting import fit_parts, load_vector_method, needs_corpus_fit, restore_parts
+from embedlab.engines.runner import slice_rows
+from embedlab.methods.base import VectorMethod
+
+
+def import_ray():
+    try:
+        import ray
+        import ray.data
+    except ImportError:
+        raise ImportError("the Ray engine needs Ray Data: pip install 'embedlab[ray]' (ray[data]>=2.40)") from None
+    return ray
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None = None, workers: int | None = None) -> Iterator[object]:
+    """Ray, ready: the running session if there is one; else attach to ``address`` (or ``$RAY_ADDRESS``);
+    else start a local Ray with ``workers`` CPUs (all of them by default), shut down on exit."""
+    ray = import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, logging_level=logging.WARNING)
+    else:
+        ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+class _Encoder:
+    """A Ray actor: the method loaded once (with the driver's fitted state and cache/data roots).
+
+    Each call gets one slice: either its texts (``text`` column: the evaluation harness's in-memory
+    texts) or where to read them (``offset``/``line`` of the shard's start in the input, ``skip`` records
+    into the shard, ``rows`` records), read here so that no text passes through the driver."""
+
+    def __init__(self, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, cache_root: str, data_root: str,
+                 path: str | None = None, input_format: str = "auto") -> None:
+        runtime.configure(cache_root=cache_root, data_root=data_root)
+        self.method = restore_parts(load_vector_method(spec), states)
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self.corpus = Corpus(path, input_format) if path else None
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if "text" in batch:
+            shards, positions, ids, texts = batch["shard"], batch["position"], batch["id"], [str(text) for text in batch["text"]]
+        else:
+            shards, positions, ids, texts = self._read(batch)
+        vectors = self.method.encode(texts, batch_size=self.batch_size, show_progress_bar=False, normalize_embeddings=self.normalize)
+        return {"shard": shards, "position": positions, "id": ids, "vector": vectors}
+
+    def _read(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """The records of the slices in ``batch``, read from their shard's start position (records before
+        the slice are decoded and skipped, which costs little next to encoding them)."""
+        shards, positions, ids, texts = [], [], [], []
+        for index, offset, line, skip, rows in zip(batch["shard"], batch["offset"], batch["line"], batch["skip"], batch["rows"]):
+            records = itertools.islice(self.corpus.records((int(offset), int(line))), int(skip), int(skip) + int(rows))
+            for position, record in enumerate(records, start=int(skip)):
+                shards.append(index)
+                positions.append(position)
+                ids.append(record.id)
+                texts.append(record.text)
+        id_type = np.int64 if ids and isinstance(ids[0], int) else object
+        return np.array(shards, dtype=np.int64), np.array(positions, dtype=np.int64), np.array(ids, dtype=id_type), texts
+
+
+def _pool_size(workers: int | None) -> int:
+    return workers or max(1, int(import_ray().cluster_resources().get("CPU", 1)))
+
+
+def _encode_dataset(dataset, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, rows: int, workers: int,
+                    corpus: Corpus | None = None):
+    """``dataset`` (one block per slice) mapped through a pool of ``workers`` :class:`_Encoder` actors, one
+    slice per call; a dead actor is restarted and its slice retried (Ray Data's default for actor pools)."""
+    ray = import_ray()
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False  # the driver shows one bar of texts
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    source = (str(corpus.path.resolve()), corpus.format) if corpus is not None else (None, "auto")
+    return dataset.map_batches(
+        _Encoder, batch_size=rows, num_cpus=1, compute=ray.data.ActorPoolStrategy(size=workers),
+        fn_constructor_args=(spec, list(states), batch_size, normalize, str(runtime.cache_root()), str(runtime.data_root()), *source),
+    )
+
+
+def _gather(batches, expected_rows: dict[int, int], bar) -> Iterator[tuple[int, list, np.ndarray]]:
+    """Regroup the encoded rows by shard; yield each shard once all its rows are back, exactly once each."""
+    pending: dict[int, list[dict[str, np.ndarray]]] = {}
+    counts = dict.fromkeys(expected_rows, 0)
+    for batch in batches:
+        for shard in np.unique(batch["shard"]):
+            mask = batch["shard"] == shard
+            pending.setdefault(int(shard), []).append({key: value[mask] for key, value in batch.items()})
+            counts[int(shard)] += int(mask.sum())
+        bar.update(len(batch["shard"]))
+        for shard in [shard for shard, count in counts.items() if count >= expected_rows[shard] and shard in pending]:
+            parts = pending.pop(shard)
+            positions = np.concatenate([part["position"] for part in parts])
+            order = np.argsort(positions, kind="stable")
+            if not np.array_equal(positions[order], np.arange(expected_rows[shard])):
+                raise RuntimeError(f"Ray returned shard {shard} with rows missing or repeated; nothing of it was written")
+            ids = np.concatenate([part["id"] for part in parts])[order].tolist()
+            vectors = np.concatenate([np.asarray(part["vector"], dtype=np.float32) for part in parts])[order]
+            del counts[shard]
+            yield shard, ids, vectors
+    if counts:
+        raise RuntimeError(f"Ray finished without returning every text of shard(s) {sorted(counts)}; nothing of them was written")
+
+
+def ray_shards(spec: str, states: Sequence[bytes], corpus: Corpus, plans: Sequence, batch_size: int, normalize: bool,
+               bar, address: str | None, workers: int | None) -> Iterator[tuple[object, list, np.ndarray]]:
+    """The runner's engine hook: ``(plan, ids, vectors)`` of each shard in ``plans``, encoded on Ray."""
+    if not plans:
+        return
+    by_index = {plan.index: plan for plan in plans}
+    with ray_session(address, workers) as ray:
+        size = _pool_size(workers)
+        rows = slice_rows(sum(plan.rows for plan in plans))  # the local engine's slices: the same vectors
+        slices = [{"shard": plan.index, "offset": plan.start[0], "line": plan.start[1], "skip": skip, "rows": min(rows, plan.rows - skip)}
+                  for plan in plans for skip in range(0, plan.rows, rows)]
+        descriptors = ray.data.from_items(slices, override_num_blocks=len(slices))
+        encoded = _encode_dataset(descriptors, spec, states, batch_size, normalize, 1, size, corpus)
+        batches = encoded.iter_batches(batch_size=None, batch_format="numpy")
+        for index, ids, vectors in _gather(batches, {plan.index: plan.rows for plan in plans}, bar):
+            yield by_index[index], ids, vectors
+
+
+class RayEncodedMethod(VectorMethod):
+    """``method`` with its ``encode`` run on Ray actors (``eval --engine ray``): same spec, fingerprint and
+    vectors, so evaluation caches and the results database cannot tell the engines apart.
+
+    A spec that fits statistics on its target texts is encoded here, not on Ray: fitting it already
+    computes every vector. Other attributes are the wrapped method's."""
+
+    def __init__(self, method: VectorMethod, workers: int | None = None) -> None:
+        super().__init__(method.parsed)
+        self.method = method
+        self.workers = workers
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.method, name)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.method.fingerprint
+
+    @property
+    def dimension(self) -> int:
+        return self.method.dimension
+
+    def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+        if needs_corpus_fit(self.method):
+            return self.method.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        states = fit_parts(load_vector_method(self.spec), texts, batch_size)
+        with ray_session(workers=self.workers) as ray:
+            size = _pool_size(self.workers)
+            rows = slice_rows(len(texts))
+            dataset = ray.data.from_items([{"shard": 0, "position": row, "id": row, "text": text} for row, text in enumerate(texts)],
+                                          override_num_blocks=math.ceil(len(texts) / rows))
+            encoded = _encode_dataset(dataset, self.spec, states, batch_size, False, rows, size)
+            with tqdm(total=len(texts), unit="text", desc="encode (ray)", disable=not show_progress_bar) as bar:
+                ((_, _, vectors),) = list(_gather(encoded.iter_batches(batch_size=None, batch_format="numpy"), {0: len(texts)}, bar))
+        return vectors

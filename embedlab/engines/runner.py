@@ -1,0 +1,193 @@
+"""``embed_corpus``: a corpus file → a folder of shards, on this process or on Ray, resumable.
+
+One run, whatever the engine:
+
+1. read the whole input once (:meth:`Corpus.scan`): bad input fails here, before anything is written;
+2. check the output folder: another run's folder is refused (or replaced with ``overwrite``), an
+   unwritable folder or a disk too small for the remaining shards fails here, nothing half-written;
+3. fit target-fitted statistics once on the whole corpus and store them beside the shards (a resumed run
+   reads them back instead of fitting again);
+4. encode the shards not yet finished; each is written atomically and only then listed in the manifest,
+   so a run killed at any point continues at the first unfinished shard and recomputes nothing finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import math
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from embedlab.data.corpus import Corpus, CorpusScan
+from embedlab.engines.fitting import fit_parts, fittable_parts, load_vector_method, needs_corpus_fit, restore_parts
+from embedlab.engines.shards import LAYOUT_VERSION, OutputFolder, fitted_name, sha256_file
+from embedlab.methods.base import VectorMethod
+from embedlab.results.database import code_version
+
+ENGINES = ("local", "ray")
+DEFAULT_SHARD_SIZE = 10_000
+# Both engines encode a shard in the same slices (one ``encode`` call each, on this process or on an
+# actor): at most this many texts, and at least _SLICES_PER_RUN slices per run so that every Ray actor gets
+# several. Same slices → same length-sorted batches inside ``encode`` → the same float rounding, so the
+# engines' vectors agree to the last bits rather than to ~1e-6; the progress bar moves once per slice.
+_MAX_SLICE_ROWS = 512
+_SLICES_PER_RUN = 16
+
+
+@dataclass(frozen=True)
+class EmbedResult:
+    """What a run did: the folder, how many texts it holds, and how many shards were written now or reused."""
+
+    folder: Path
+    texts: int
+    dimension: int
+    shards_written: int
+    shards_reused: int
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """Shard ``index`` covers ``rows`` records starting at corpus position ``start``."""
+
+    index: int
+    start: tuple[int, int]
+    rows: int
+
+
+def slice_rows(total: int) -> int:
+    """Texts per ``encode`` call when a run has ``total`` texts to encode (see ``_MAX_SLICE_ROWS``)."""
+    return max(1, min(_MAX_SLICE_ROWS, math.ceil(total / _SLICES_PER_RUN)))
+
+
+def shard_plans(scan: CorpusScan, shard_size: int) -> list[ShardPlan]:
+    return [ShardPlan(index, start, min(shard_size, scan.count - index * shard_size)) for index, start in enumerate(scan.shard_starts)]
+
+
+def read_plan(corpus: Corpus, plan: ShardPlan) -> tuple[list[int | str], list[str]]:
+    """The ids and texts of one shard, read from its start position (nothing before it is decoded)."""
+    records = list(itertools.islice(corpus.records(plan.start), plan.rows))
+    if len(records) != plan.rows:
+        raise ValueError(f"{corpus.source} changed while embedding: shard {plan.index} has {len(records)} texts, expected {plan.rows}")
+    return [record.id for record in records], [record.text for record in records]
+
+
+def progress_bar(total: int, done: int, show: bool | None) -> tqdm:
+    """Texts done, texts/s and ETA on stderr; silent when ``show`` is False, or None and stderr is no terminal."""
+    disable = (not sys.stderr.isatty()) if show is None else not show
+    return tqdm(total=total, initial=done, unit="text", desc="embed", disable=disable, dynamic_ncols=True, smoothing=0.1)
+
+
+def _local_shards(method: VectorMethod, corpus: Corpus, plans: list[ShardPlan], batch_size: int, normalize: bool,
+                  bar: tqdm) -> Iterator[tuple[ShardPlan, list[int | str], np.ndarray]]:
+    rows = slice_rows(sum(plan.rows for plan in plans))
+    for plan in plans:
+        ids, texts = read_plan(corpus, plan)
+        blocks = []
+        for start in range(0, len(texts), rows):
+            chunk = texts[start:start + rows]
+            blocks.append(method.encode(chunk, batch_size=batch_size, show_progress_bar=False, normalize_embeddings=normalize))
+            bar.update(len(chunk))
+        yield plan, ids, np.vstack(blocks)
+
+
+def embed_corpus(
+    spec: str,
+    input_path: str | Path,
+    out: str | Path,
+    *,
+    engine: str = "local",
+    input_format: str = "auto",
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    batch_size: int = 32,
+    normalize: bool = False,
+    overwrite: bool = False,
+    progress: bool | None = None,
+    address: str | None = None,
+    workers: int | None = None,
+) -> EmbedResult:
+    """Embed every text of ``input_path`` with ``spec`` into the shard folder ``out`` (see the module docstring).
+
+    ``engine="ray"`` encodes on Ray (``address`` or ``$RAY_ADDRESS`` attaches to a cluster, otherwise a
+    local Ray is started with ``workers`` CPUs); the folder is the same either way, and either engine
+    resumes the other's run. Read the result with :func:`embedlab.engines.read_shards`."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+    if shard_size < 1 or batch_size < 1:
+        raise ValueError("shard size and batch size must be positive integers")
+    corpus = Corpus(input_path, input_format)
+    identity = corpus.identity()
+    folder = OutputFolder(out)
+    folder.check_location()
+    method = load_vector_method(spec)
+    expected = {
+        "layout": LAYOUT_VERSION, "spec": method.spec, "method_fingerprint": method.fingerprint, "code_version": code_version(),
+        "shard_size": shard_size, "normalize": normalize, "input": identity, "dimension": method.dimension,
+    }
+    scan = corpus.scan(shard_size)
+    if scan.count == 0:
+        raise ValueError(f"{corpus.source} holds no texts")
+    manifest = folder.prepare(expected, overwrite) or {**expected, "texts": scan.count, "ids": scan.id_kind, "fitted": [], "shards": [], "complete": False}
+    plans = shard_plans(scan, shard_size)
+    finished = {entry["index"]: entry for entry in manifest["shards"] if folder.intact(entry)}
+    manifest["shards"] = sorted(finished.values(), key=lambda entry: entry["index"])
+    todo = [plan for plan in plans if plan.index not in finished]
+    folder.check_free_space(sum(plan.rows for plan in todo), method.dimension)
+    folder.create()
+    folder.write_manifest(manifest)  # from here on the folder is this run's, even if killed while fitting
+    states = _fitted_states(method, corpus, folder, manifest, batch_size)
+    folder.write_manifest(manifest)
+    done = sum(entry["rows"] for entry in finished.values())
+    with progress_bar(scan.count, done, progress) as bar:
+        if engine == "ray":
+            from embedlab.engines.ray_engine import ray_shards
+
+            shards = ray_shards(method.spec, states, corpus, todo, batch_size, normalize, bar, address, workers)
+        else:
+            shards = _local_shards(method, corpus, todo, batch_size, normalize, bar)
+        with contextlib.closing(shards):  # a failed write still shuts down a Ray this run started
+            _write_shards(folder, manifest, shards, method)
+    manifest["complete"] = len(manifest["shards"]) == len(plans)
+    folder.write_manifest(manifest)
+    return EmbedResult(folder.path, scan.count, method.dimension, len(todo), len(finished))
+
+
+def _write_shards(folder: OutputFolder, manifest: dict, shards: Iterator[tuple[ShardPlan, list[int | str], np.ndarray]],
+                  method: VectorMethod) -> None:
+    """Write each encoded shard atomically, then list it in the manifest (only then is it finished)."""
+    for plan, ids, vectors in shards:
+        if vectors.shape != (plan.rows, method.dimension):
+            raise ValueError(f"{method.spec}: shard {plan.index} came back with shape {vectors.shape}, expected {(plan.rows, method.dimension)}")
+        manifest["shards"].append(folder.write_shard(plan.index, ids, vectors))
+        manifest["shards"].sort(key=lambda entry: entry["index"])
+        folder.write_manifest(manifest)
+
+
+def _fitted_states(method: VectorMethod, corpus: Corpus, folder: OutputFolder, manifest: dict, batch_size: int) -> list[bytes]:
+    """The fitted state of each fittable part: read back from the folder when an earlier run stored it
+    (checked against its sha256), else fitted now (on the whole corpus when the spec needs it) and stored."""
+    if not fittable_parts(method):
+        return []
+    if manifest["fitted"]:
+        states = []
+        for entry in manifest["fitted"]:
+            path = folder.path / entry["file"]
+            if not path.is_file() or sha256_file(path) != entry["sha256"]:
+                raise ValueError(f"{path} is missing or damaged; rerun with --overwrite to fit and embed again")
+            states.append(path.read_bytes())
+        restore_parts(method, states)
+        return states
+    records = corpus.records()
+    texts = [record.text for record in records] if needs_corpus_fit(method) else [next(records).text]
+    states = fit_parts(method, texts, batch_size)
+    for part, state in enumerate(states):
+        folder.write_bytes(fitted_name(part), state)
+        manifest["fitted"].append({"file": fitted_name(part), "sha256": hashlib.sha256(state).hexdigest()})
+    manifest["fitted_fingerprint"] = method.fingerprint
+    return states

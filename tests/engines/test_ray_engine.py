@@ -1,0 +1,158 @@
+"""The Ray engine on a real local Ray (started once for this module): the same vectors as the local engine
+for a pooled spec, a post-processed spec and a neural spec, and no text lost or repeated when an actor
+process is killed mid-run.
+
+Every Ray run starts fresh actor processes (each imports torch and loads the model), so these tests
+take tens of seconds each and are marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import embedlab
+from embedlab import runtime
+from embedlab.engines import embed_corpus, read_shards
+
+ray = pytest.importorskip("ray")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray for the module (2 CPUs, no dashboard, no usage stats), shut down afterwards."""
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield ray
+    ray.shutdown()
+    deadline = time.monotonic() + 60  # actor processes exit once they notice their raylet is gone
+    while _encoder_actor_pids() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _encoder_actor_pids(), "Ray actor processes outlived ray.shutdown()"
+
+
+@pytest.fixture
+def separate_caches(tmp_path, monkeypatch):
+    """Switch to an empty cache root (the local run's cached token states must not feed the Ray run)."""
+
+    def switch(name: str) -> None:
+        monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / name))
+        runtime.clear()
+
+    return switch
+
+
+def _texts_file(tmp_path: Path, texts: list[str]) -> Path:
+    path = tmp_path / "texts.jsonl"
+    path.write_text("".join(json.dumps({"id": index * 10, "text": text}) + "\n" for index, text in enumerate(texts)))
+    return path
+
+
+@pytest.mark.parametrize("spec", ["minilm", "minilm:post=zscore+normalize"])
+def test_ray_equals_the_local_engine_for_pooled_specs(local_ray, tmp_path, sts_sentences, separate_caches, spec):
+    source = _texts_file(tmp_path, sts_sentences[:24])
+    separate_caches("local-cache")
+    embed_corpus(spec, source, tmp_path / "local", shard_size=10, progress=False)
+    separate_caches("ray-cache")
+    result = embed_corpus(spec, source, tmp_path / "ray", shard_size=10, engine="ray", workers=1, progress=False)
+    assert (result.texts, result.shards_written) == (24, 3)
+    local_ids, local_vectors = read_shards(tmp_path / "local")
+    ray_ids, ray_vectors = read_shards(tmp_path / "ray")
+    assert ray_ids == local_ids == [index * 10 for index in range(24)]
+    assert np.abs(ray_vectors - local_vectors).max() <= 1e-6
+    assert any((tmp_path / "ray-cache").iterdir())  # the actors computed (and cached) in their own cache
+
+
+def test_ray_equals_the_local_engine_for_neural_embeddings(local_ray, tmp_path, sts_sentences, separate_caches):
+    source = _texts_file(tmp_path, sts_sentences[:3])
+    separate_caches("local-cache")
+    embed_corpus("neural:minilm", source, tmp_path / "local", progress=False)
+    separate_caches("ray-cache")
+    embed_corpus("neural:minilm", source, tmp_path / "ray", engine="ray", workers=2, progress=False)
+    local_vectors, ray_vectors = read_shards(tmp_path / "local")[1], read_shards(tmp_path / "ray")[1]
+    cosines = np.einsum("ij,ij->i", local_vectors, ray_vectors) / (
+        np.linalg.norm(local_vectors, axis=1) * np.linalg.norm(ray_vectors, axis=1))
+    assert local_vectors.shape == (3, ray_vectors.shape[1]) and cosines.min() >= 0.99999
+
+
+def _encoder_actor_pids() -> list[int]:
+    """Pids of the embedding actors (Ray titles their processes ``ray::MapWorker(MapBatches(_Encoder))...``)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                title = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if title.startswith(b"ray::MapWorker(MapBatches(_Encoder))"):
+                pids.append(int(entry.name))
+    return pids
+
+
+def test_a_killed_actor_loses_and_repeats_no_text(local_ray, tmp_path, sts_test_rows, separate_caches):
+    texts = list(dict.fromkeys(text for _, a, b in sts_test_rows for text in (a, b)))[:400]
+    source = _texts_file(tmp_path, texts)
+    out = tmp_path / "ray"
+    killed: list[int] = []
+
+    def kill_an_actor_after_the_first_shard() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not killed:
+            manifest = out / "manifest.json"
+            if manifest.exists() and json.loads(manifest.read_text())["shards"]:
+                pids = _encoder_actor_pids()
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+            time.sleep(0.05)
+
+    separate_caches("ray-cache")
+    killer = threading.Thread(target=kill_an_actor_after_the_first_shard, daemon=True)
+    killer.start()
+    result = embed_corpus("minilm", source, out, shard_size=40, engine="ray", workers=2, progress=False)
+    killer.join(timeout=1)
+    assert killed, "no actor was killed: the run finished before the first shard was seen"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["complete"] and result.shards_written == 10
+    assert sum(entry["rows"] for entry in manifest["shards"]) == 400
+    ids, vectors = read_shards(out)
+    assert ids == [index * 10 for index in range(400)]  # every text once, in input order
+    separate_caches("local-cache")
+    assert np.abs(vectors - embedlab.load("minilm").encode(texts)).max() <= 1e-6
+
+
+def test_eval_encoding_through_ray_equals_local(local_ray, sts_sentences, separate_caches):
+    from embedlab.engines.ray_engine import RayEncodedMethod
+
+    separate_caches("ray-cache")
+    method = RayEncodedMethod(embedlab.load("minilm"), workers=2)
+    vectors = method.encode(sts_sentences[:12])
+    assert method.spec == "minilm" and method.fingerprint == embedlab.load("minilm").fingerprint
+    separate_caches("local-cache")
+    assert np.abs(vectors - embedlab.load("minilm").encode(sts_sentences[:12])).max() <= 1e-6
+
+
+def test_eval_engine_ray_gives_the_local_scores(local_ray, tmp_path, sts_test_rows, separate_caches, capsys):
+    from embedlab.cli.app import main
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{a}\t{b}\t{score}\n" for score, a, b in sts_test_rows[:8]), encoding="utf-8")
+    arguments = ["eval", "minilm", "--tasks", f"sts:@{pairs}", "--no-db", "--quiet", "--format", "json"]
+    separate_caches("local-cache")
+    assert main(arguments) == 0
+    local = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    separate_caches("ray-cache")  # also an empty evaluation cache: the Ray run encodes for itself
+    assert main([*arguments, "--engine", "ray", "--workers", "2"]) == 0
+    on_ray = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [record["metric"] for record in on_ray] == [record["metric"] for record in local] and "spearman" in {r["metric"] for r in local}
+    for ours, theirs in zip(on_ray, local):
+        assert abs(ours["value"] - theirs["value"]) <= 1e-6

@@ -1,0 +1,114 @@
+"""The local engine: a shard folder holds exactly what one ``encode`` call gives, a run killed with
+SIGKILL resumes at the first unfinished shard without touching finished ones, and fitted specs are
+fitted once on the whole corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import embedlab
+from embedlab.engines import OutputFolderError, embed_corpus, read_shards
+
+REPO_ROOT = Path(embedlab.__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def corpus_file(tmp_path, sts_sentences) -> Path:
+    path = tmp_path / "texts.jsonl"
+    path.write_text("".join(json.dumps({"id": f"s{index}", "text": text}) + "\n" for index, text in enumerate(sts_sentences[:30])))
+    return path
+
+
+def test_sharded_output_equals_one_encode_call(tmp_path, corpus_file, sts_sentences, isolated_cache):
+    result = embed_corpus("minilm", corpus_file, tmp_path / "out", shard_size=8, progress=False)
+    assert (result.texts, result.shards_written, result.shards_reused) == (30, 4, 0)
+    ids, vectors = read_shards(tmp_path / "out")
+    assert ids == [f"s{index}" for index in range(30)]
+    assert vectors.dtype == np.float32 and vectors.flags.c_contiguous and vectors.shape == (30, 384)
+    expected = embedlab.load("minilm").encode(sts_sentences[:30])
+    assert np.abs(vectors - expected).max() <= 1e-6
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["complete"] and [entry["rows"] for entry in manifest["shards"]] == [8, 8, 8, 6]
+    assert manifest["spec"] == "minilm" and manifest["code_version"].startswith(embedlab.__version__)
+    assert pq.read_table(tmp_path / "out" / "shard-00003.parquet").column_names == ["id", "vector"]
+
+
+def test_a_target_fitted_spec_is_fitted_once_on_the_whole_corpus(tmp_path, corpus_file, sts_sentences, isolated_cache):
+    spec = "minilm:weights=idf-target,post=zscore+normalize"
+    embed_corpus(spec, corpus_file, tmp_path / "out", shard_size=7, progress=False)
+    _, vectors = read_shards(tmp_path / "out")
+    # one encode call on all 30 texts fits idf^T and z-score on all of them; shards of 7 must not refit
+    expected = embedlab.load(spec).encode(sts_sentences[:30])
+    assert np.abs(vectors - expected).max() <= 1e-6
+    per_shard = embedlab.load(spec).encode(sts_sentences[:7])
+    assert np.abs(vectors[:7] - per_shard).max() > 1e-3  # what fitting each shard on itself would have given
+    assert (tmp_path / "out" / "fitted-0.safetensors").is_file()
+
+
+def test_a_rerun_of_a_finished_folder_recomputes_nothing(tmp_path, corpus_file, isolated_cache, monkeypatch):
+    embed_corpus("minilm", corpus_file, tmp_path / "out", shard_size=10, progress=False)
+    mtimes = {path.name: path.stat().st_mtime_ns for path in (tmp_path / "out").glob("shard-*")}
+    monkeypatch.setattr("embedlab.methods.base.VectorMethod.encode", lambda *a, **k: pytest.fail("encoded a finished shard"))
+    result = embed_corpus("minilm", corpus_file, tmp_path / "out", shard_size=10, progress=False)
+    assert (result.shards_written, result.shards_reused) == (0, 3)
+    assert {path.name: path.stat().st_mtime_ns for path in (tmp_path / "out").glob("shard-*")} == mtimes
+
+
+def test_another_spec_or_input_is_refused_unless_overwrite(tmp_path, corpus_file, isolated_cache):
+    embed_corpus("minilm", corpus_file, tmp_path / "out", shard_size=10, progress=False)
+    with pytest.raises(OutputFolderError, match="holds another run.*spec: 'minilm' there, 'random:minilm' now"):
+        embed_corpus("random:minilm", corpus_file, tmp_path / "out", shard_size=10, progress=False)
+    with corpus_file.open("a") as file:
+        file.write(json.dumps({"id": "extra", "text": "One more sentence."}) + "\n")
+    with pytest.raises(OutputFolderError, match="holds another run.*input"):
+        embed_corpus("minilm", corpus_file, tmp_path / "out", shard_size=10, progress=False)
+    result = embed_corpus("random:minilm", corpus_file, tmp_path / "out", shard_size=10, progress=False, overwrite=True)
+    assert (result.texts, result.shards_written, result.shards_reused) == (31, 4, 0)
+    assert read_shards(tmp_path / "out")[0][-1] == "extra"
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_resumes_at_the_first_unfinished_shard(tmp_path, sts_test_rows, isolated_cache):
+    texts = list(dict.fromkeys(text for _, a, b in sts_test_rows for text in (a, b)))[:600]
+    source = tmp_path / "texts.txt"
+    source.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+                   "EMBEDLAB_CACHE": str(tmp_path / "subprocess-cache")}
+    process = subprocess.Popen([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(source), "--out", str(out),
+                                "--shard-size", "25", "--quiet"], env=environment, cwd=REPO_ROOT, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            manifest = out / "manifest.json"
+            if manifest.exists() and len(json.loads(manifest.read_text())["shards"]) >= 2:
+                break
+            time.sleep(0.02)
+        assert process.poll() is None, f"the run ended before it could be killed: {process.stderr.read().decode()}"
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+    killed = json.loads((out / "manifest.json").read_text())
+    finished = {entry["file"] for entry in killed["shards"]}
+    assert 2 <= len(finished) < 24 and not killed["complete"]
+    mtimes = {name: (out / name).stat().st_mtime_ns for name in finished}
+
+    result = embed_corpus("minilm", source, out, shard_size=25, progress=False)
+    assert result.shards_reused == len(finished) and result.shards_written == 24 - len(finished)
+    assert {name: (out / name).stat().st_mtime_ns for name in finished} == mtimes  # finished shards untouched
+    assert not [path for path in out.iterdir() if path.name.endswith(".tmp")]
+    ids, vectors = read_shards(out)
+    assert ids == list(range(1, 601))
+    assert np.abs(vectors - embedlab.load("minilm").encode(texts)).max() <= 1e-6
