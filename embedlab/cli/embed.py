@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import io
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from embedlab.cli.arguments import positive_int
+from embedlab import runtime
+from embedlab.cli.arguments import add_out, add_quiet, positive_int
 from embedlab.data import unicode_problem
 from embedlab.data.corpus import FORMATS, Corpus
 from embedlab.engines import DEFAULT_SHARD_SIZE, ENGINES, embed_corpus
@@ -54,7 +54,9 @@ def check_output(output: Path) -> None:
 
 
 def _cmd_embed(args: argparse.Namespace) -> int:
-    output = Path(args.output)
+    if args.out is None:  # not argparse's required=: the hidden --output alias must satisfy it too
+        raise InputError("the following arguments are required: --out")
+    output = Path(args.out)
     if not output.suffix or output.is_dir():
         return _embed_to_folder(args, output)
     if args.engine != "local" or args.address or args.workers:
@@ -66,8 +68,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         raise InputError("--include-text needs a .parquet output (a .npy file holds only the vectors)")
     ids, texts = Corpus(args.input, args.input_format).read_all()
     method = embedlab.load(args.spec)
-    show = False if args.quiet else args.progress
-    vectors = method.encode(texts, batch_size=args.batch_size, show_progress_bar=show, normalize_embeddings=args.normalize)
+    vectors = method.encode(texts, batch_size=args.batch_size, show_progress_bar=runtime.show_progress(), normalize_embeddings=args.normalize)
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)  # FAISS-ready rows
     if output.suffix == ".npy":
         buffer = io.BytesIO()
@@ -79,25 +80,23 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         atomic_write_bytes(output, [payload])
     except OSError as error:
         raise OSError(error.errno, f"could not write the output ({error.strerror}); nothing was written", str(output)) from None
-    print(f"wrote {vectors.shape[0]} x {vectors.shape[1]} float32 vectors to {output}", file=sys.stderr)
+    runtime.status(f"wrote {vectors.shape[0]} x {vectors.shape[1]} float32 vectors to {output}")
     return 0
 
 
 def _embed_to_folder(args: argparse.Namespace, folder: Path) -> int:
     if args.include_text:
-        raise InputError("--include-text needs a .parquet --output file; a shard folder holds ids and vectors")
+        raise InputError("--include-text needs a .parquet --out file; a shard folder holds ids and vectors")
     if args.engine != "ray" and (args.address or args.workers):
         raise InputError("--address and --workers are options of --engine ray")
-    show = False if args.quiet else (None if args.progress else False)  # None: a bar only on a terminal
     result = embed_corpus(
         args.spec, args.input, folder, engine=args.engine, input_format=args.input_format, shard_size=args.shard_size,
-        batch_size=args.batch_size, normalize=args.normalize, overwrite=args.overwrite, progress=show,
+        batch_size=args.batch_size, normalize=args.normalize, overwrite=args.overwrite, progress=runtime.show_progress(),
         address=args.address, workers=args.workers,
     )
-    if not args.quiet:
-        reused = f", {result.shards_reused} finished shard(s) kept" if result.shards_reused else ""
-        print(f"{result.texts} x {result.dimension} float32 vectors in {result.folder} "
-              f"({result.shards_written} shard(s) written{reused})", file=sys.stderr)
+    reused = f", {result.shards_reused} finished shard(s) kept" if result.shards_reused else ""
+    runtime.status(f"{result.texts} x {result.dimension} float32 vectors in {result.folder} "
+                   f"({result.shards_written} shard(s) written{reused})")
     return 0
 
 
@@ -122,17 +121,15 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
                        ".parquet (columns text, optional id), or - for stdin (file outputs only)")
     embed.add_argument("--input-format", choices=("auto", *FORMATS, "lines"), default="auto",
                        help="auto: by suffix (.jsonl/.json, .csv, .tsv, .parquet; anything else is one text per line)")
-    embed.add_argument(
-        "--output", "--out", dest="output", required=True,
+    add_out(
+        embed, "--output",
         help="a .npy (float32 rows) or .parquet (id, vector, text with --include-text) file, written atomically; any other "
         "path is a folder of Parquet shards + manifest.json that a rerun resumes (ids: the file's 'id', else line/row numbers)",
     )
     embed.add_argument("--include-text", action="store_true", help=".parquet file only: add a 'text' column")
     embed.add_argument("--batch-size", type=positive_int, default=32)
     embed.add_argument("--normalize", action="store_true", help="unit-normalise the vectors")
-    embed.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                       help="show a progress bar (a shard folder: only on a terminal)")
-    embed.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
+    add_quiet(embed)
     folder = embed.add_argument_group("shard folders (--out FOLDER)")
     folder.add_argument("--engine", choices=ENGINES, default="local", help="local: this process; ray: Ray Data actors (pip install 'embedlab[ray]')")
     folder.add_argument("--address", default=None, help="Ray cluster to attach to (default $RAY_ADDRESS; neither: start a local Ray)")
