@@ -284,6 +284,7 @@ class TokenStateStore:
         present = {key for key, states in zip(keys, found) if states is not None}
         results: list[TokenStates | None] = []
         missing: dict[str, int] = {}
+        cached_parts: dict[str, dict[int, TokenStates]] = {}
         for index, text in enumerate(texts):
             parts = found[index * len(layers) : (index + 1) * len(layers)]
             if all(part is not None for part in parts):
@@ -291,6 +292,7 @@ class TokenStateStore:
             else:
                 results.append(None)
                 missing.setdefault(text, index)
+                cached_parts[text] = {layer: part for layer, part in zip(layers, parts) if part is not None}
         if not missing:
             return results  # type: ignore[return-value]
         missing_texts = list(missing)
@@ -303,11 +305,17 @@ class TokenStateStore:
             nonlocal pending_bytes
             text = missing_texts[position]
             singles = {kept[0]: states} if len(kept) == 1 else {layer: states.only(layer, copy=True) for layer in kept}
+            # A layer already cached keeps its cached values: the model ran on another batch then, so the fresh
+            # values may differ in the last bits, and a rerun (reading the cache) must give identical numbers.
+            cached = cached_parts.get(text, {})
+            singles.update(cached)
             if len(layers) == 1:
                 fresh[text] = singles[layers[0]]  # the object the memory cache holds: layouts find it again
             else:
-                fresh[text] = states if kept == layers else _joined([singles[layer] for layer in layers], layers)
+                fresh[text] = states if kept == layers and not cached else _joined([singles[layer] for layer in layers], layers)
             for layer, single in singles.items():
+                if layer in cached:
+                    continue
                 key = self.key(text, template, layer)
                 self._remember(key, single)
                 if self.use_disk_cache and key not in present:
