@@ -1,6 +1,7 @@
 """Corpus scale: peak memory, cache size and throughput of `embedlab embed minilm` as the corpus grows.
 
-Each run is a separate process (`python -m embedlab embed minilm --input F --output O.npy`) with a fresh,
+Each run is a separate process (`python -m embedlab embed minilm --input F --out FOLDER`: streamed into
+Parquet shards, the way a corpus is embedded) with a fresh,
 empty cache folder, so its peak RSS (the child's own ``ru_maxrss``, from ``os.wait4``) and the bytes left
 in the cache are its alone. Texts are WikiText-2 train sentences, repeated (in order) up to each size.
 Side by side on the same file, sentence-transformers' ``SentenceTransformer(path).encode`` runs in its
@@ -73,7 +74,7 @@ def bench_embed(sizes: list[int], st_sizes: set[int], batch_size: int, work: Pat
         corpus = corpus_file(size, work)
         cache = Path(tempfile.mkdtemp(prefix="embedlab-scale-cache-", dir=work))
         ours, ours_rss = measured([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(corpus),
-                                   "--output", str(work / "ours.npy"), "--batch-size", str(batch_size), "--no-progress"], cache)
+                                   "--out", str(work / "ours"), "--batch-size", str(batch_size), "--quiet"], cache)
         cached = folder_bytes(cache)
         theirs, theirs_rss = float("nan"), float("nan")
         if size in st_sizes:

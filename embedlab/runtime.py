@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -33,7 +34,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -87,6 +88,7 @@ class _Settings:
     cache_root: Path | None = None
     data_root: Path | None = None
     progress: str = "auto"
+    store_token_states: bool = True
     cache_max: int | None = None
     memory_cache_bytes: int | None = None
     cache_layers: str | None = None
@@ -189,6 +191,29 @@ def cache_layers() -> str:
 def memory_cache_bytes() -> int:
     """The byte bound of the in-process token-state cache."""
     return _SETTINGS.memory_cache_bytes if _SETTINGS.memory_cache_bytes is not None else DEFAULT_MEMORY_CACHE_BYTES
+
+
+def stores_token_states() -> bool:
+    """Whether model runs write token states to the disk cache (see :func:`token_states_uncached`)."""
+    return _SETTINGS.store_token_states
+
+
+@contextlib.contextmanager
+def token_states_uncached() -> Iterator[None]:
+    """Within this block model runs write no token states to the disk cache (entries already there are
+    still read). A corpus embedded into shards reads every text once and its shards are the result, so
+    storing its token states would cost disk and time and, past the budget, evict what reruns need."""
+    before = _SETTINGS.store_token_states
+    set_token_state_storing(False)
+    try:
+        yield
+    finally:
+        set_token_state_storing(before)
+
+
+def set_token_state_storing(enabled: bool) -> None:
+    """Whether this process's model runs write token states to the disk cache from now on (default yes)."""
+    _SETTINGS.store_token_states = bool(enabled)
 
 
 def clear() -> None:

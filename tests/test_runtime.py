@@ -179,3 +179,15 @@ def test_array_store_entries_are_evicted_least_recently_used_and_recomputed(tmp_
         assert {kind.name: kind for kind in runtime.cache_kinds()}["eval"].entries == 1
     finally:
         runtime.configure()
+
+
+def test_token_states_uncached_is_scoped_and_restores_the_setting():
+    from embedlab import runtime
+
+    assert runtime.stores_token_states()
+    with runtime.token_states_uncached():
+        assert not runtime.stores_token_states()
+        with runtime.token_states_uncached():
+            assert not runtime.stores_token_states()
+        assert not runtime.stores_token_states()
+    assert runtime.stores_token_states()

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from embedlab import runtime
 from embedlab.data.corpus import Corpus, CorpusScan
 from embedlab.engines.fitting import fit_parts, fittable_parts, load_vector_method, needs_corpus_fit, restore_parts
 from embedlab.engines.shards import LAYOUT_VERSION, OutputFolder, fitted_name, sha256_file
@@ -92,7 +93,8 @@ def _local_shards(method: VectorMethod, corpus: Corpus, plans: list[ShardPlan], 
         blocks = []
         for start in range(0, len(texts), rows):
             chunk = texts[start:start + rows]
-            blocks.append(method.encode(chunk, batch_size=batch_size, show_progress_bar=False, normalize_embeddings=normalize))
+            with runtime.token_states_uncached():  # the shards are the result: no token states kept for a rerun
+                blocks.append(method.encode(chunk, batch_size=batch_size, show_progress_bar=False, normalize_embeddings=normalize))
             bar.update(len(chunk))
         yield plan, ids, np.vstack(blocks)
 
@@ -141,7 +143,8 @@ def embed_corpus(
     folder.check_free_space(sum(plan.rows for plan in todo), method.dimension)
     folder.create()
     folder.write_manifest(manifest)  # from here on the folder is this run's, even if killed while fitting
-    states = _fitted_states(method, corpus, folder, manifest, batch_size)
+    with runtime.token_states_uncached():  # as for the shards: a fit pass is not worth caching token states for
+        states = _fitted_states(method, corpus, folder, manifest, batch_size)
     folder.write_manifest(manifest)
     done = sum(entry["rows"] for entry in finished.values())
     with progress_bar(scan.count, done, progress) as bar:

@@ -55,6 +55,7 @@ from embedlab.runtime import (
     record_cache_write,
     record_use,
     remove_orphan_temporaries,
+    stores_token_states,
     warn_unwritable,
 )
 from embedlab.data.sentences import chunk_token_ids
@@ -299,7 +300,8 @@ class TokenStateStore:
         fresh: dict[str, TokenStates] = {}
         pending: list[tuple[str, TokenStates]] = []
         pending_bytes = 0
-        pack_limit = max(1, min(PACK_BYTES, cache_budget() // 8)) if self.use_disk_cache else 0
+        writing = self.use_disk_cache and stores_token_states()
+        pack_limit = max(1, min(PACK_BYTES, cache_budget() // 8)) if writing else 0
 
         def ready(position: int, states: TokenStates) -> None:
             nonlocal pending_bytes
@@ -318,7 +320,7 @@ class TokenStateStore:
                     continue
                 key = self.key(text, template, layer)
                 self._remember(key, single)
-                if self.use_disk_cache and key not in present:
+                if writing and key not in present:
                     pending.append((key, single))
                     pending_bytes += single.states.nbytes
             if pending and pending_bytes >= pack_limit:

@@ -32,6 +32,7 @@ def corpus_file(tmp_path, sts_sentences) -> Path:
 def test_sharded_output_equals_one_encode_call(tmp_path, corpus_file, sts_sentences, isolated_cache):
     result = embed_corpus("minilm", corpus_file, tmp_path / "out", shard_size=8, progress=False)
     assert (result.texts, result.shards_written, result.shards_reused) == (30, 4, 0)
+    assert not list(isolated_cache.rglob("*.pack"))  # the shards are the result: no token states cached for them
     ids, vectors = read_shards(tmp_path / "out")
     assert ids == [f"s{index}" for index in range(30)]
     assert vectors.dtype == np.float32 and vectors.flags.c_contiguous and vectors.shape == (30, 384)
