@@ -79,16 +79,9 @@ class PaperValue:
 
 
 @dataclass(frozen=True)
-class StoredRecord:
+class StoredRecord(Record):
     """A harness record with what a committed record must also say: unit, code, model, where it came from."""
 
-    method: str
-    task: str
-    dataset: str
-    subset: str
-    metric: str
-    value: float
-    n: int
     unit: str
     code_version: str
     fingerprint: str
