@@ -74,7 +74,7 @@ def bench_embed(sizes: list[int], st_sizes: set[int], batch_size: int, work: Pat
         corpus = corpus_file(size, work)
         cache = Path(tempfile.mkdtemp(prefix="embedlab-scale-cache-", dir=work))
         ours, ours_rss = measured([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(corpus),
-                                   "--out", str(work / "ours"), "--batch-size", str(batch_size), "--quiet"], cache)
+                                   "--out", str(work / f"ours-{size}"), "--batch-size", str(batch_size), "--quiet"], cache)
         cached = folder_bytes(cache)
         theirs, theirs_rss = float("nan"), float("nan")
         if size in st_sizes:
