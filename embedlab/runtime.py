@@ -194,14 +194,14 @@ def memory_cache_bytes() -> int:
 
 
 def stores_token_states() -> bool:
-    """Whether model runs write token states to the disk cache (see :func:`token_states_uncached`)."""
+    """Whether model runs keep token states in the caches (see :func:`token_states_uncached`)."""
     return _SETTINGS.store_token_states
 
 
 @contextlib.contextmanager
 def token_states_uncached() -> Iterator[None]:
-    """Within this block model runs write no token states to the disk cache (entries already there are
-    still read). A corpus embedded into shards reads every text once and its shards are the result, so
+    """Within this block model runs keep no token states, neither in the disk cache nor in the in-memory
+    one (entries already there are still read). A corpus embedded into shards reads every text once and its shards are the result, so
     storing its token states would cost disk and time and, past the budget, evict what reruns need."""
     before = _SETTINGS.store_token_states
     set_token_state_storing(False)
@@ -212,7 +212,7 @@ def token_states_uncached() -> Iterator[None]:
 
 
 def set_token_state_storing(enabled: bool) -> None:
-    """Whether this process's model runs write token states to the disk cache from now on (default yes)."""
+    """Whether this process's model runs keep token states in the caches from now on (default yes)."""
     _SETTINGS.store_token_states = bool(enabled)
 
 

@@ -300,7 +300,8 @@ class TokenStateStore:
         fresh: dict[str, TokenStates] = {}
         pending: list[tuple[str, TokenStates]] = []
         pending_bytes = 0
-        writing = self.use_disk_cache and stores_token_states()
+        keeping = stores_token_states()  # off for a corpus embedded into shards: each text is read once
+        writing = self.use_disk_cache and keeping
         pack_limit = max(1, min(PACK_BYTES, cache_budget() // 8)) if writing else 0
 
         def ready(position: int, states: TokenStates) -> None:
@@ -319,7 +320,8 @@ class TokenStateStore:
                 if layer in cached:
                     continue
                 key = self.key(text, template, layer)
-                self._remember(key, single)
+                if keeping:
+                    self._remember(key, single)
                 if writing and key not in present:
                     pending.append((key, single))
                     pending_bytes += single.states.nbytes
