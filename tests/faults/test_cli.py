@@ -185,11 +185,16 @@ def test_ctrl_c_is_one_line_and_status_130(environment, tmp_path) -> None:
     said = bytearray()
     reader = threading.Thread(target=lambda: [said.extend(chunk) for chunk in iter(lambda: os.read(process.stderr.fileno(), 4096), b"")])
     reader.start()
-    deadline = time.monotonic() + 240
-    while b"%|" not in said and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)  # until the progress bar shows that it is encoding
-    process.send_signal(signal.SIGINT)
-    process.wait(timeout=120)
+    try:
+        deadline = time.monotonic() + 240
+        while b"%|" not in said and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)  # until the progress bar shows that it is encoding
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:  # never leave a 100,000-text encode running behind a failed test
+            process.kill()
+            process.wait()
     reader.join(timeout=10)
     stderr = said.decode("utf-8", "backslashreplace")
     assert process.returncode == 130, stderr
