@@ -85,6 +85,7 @@ class _Encoder:
         else:
             shards, positions, ids, texts = self._read(batch)
         vectors = self.method.encode(texts, batch_size=self.batch_size, show_progress_bar=False, normalize_embeddings=self.normalize)
+        runtime.release_free_memory()  # a long-lived actor: keep its resident memory flat (see the function)
         return {"shard": shards, "position": positions, "id": ids, "vector": vectors}
 
     def _read(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:

@@ -95,6 +95,7 @@ def _local_shards(method: VectorMethod, corpus: Corpus, plans: list[ShardPlan], 
             chunk = texts[start:start + rows]
             with runtime.token_states_uncached():  # the shards are the result: no token states kept for a rerun
                 blocks.append(method.encode(chunk, batch_size=batch_size, show_progress_bar=False, normalize_embeddings=normalize))
+            runtime.release_free_memory()  # resident memory stays flat however long the corpus (see the function)
             bar.update(len(chunk))
         yield plan, ids, np.vstack(blocks)
 

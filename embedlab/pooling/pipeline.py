@@ -31,6 +31,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from embedlab.models import LoadedModel
+from embedlab.runtime import release_free_memory
 from embedlab.pooling.aggregation import aggregate, select_tokens, token_weights
 from embedlab.pooling.postprocess import Chain, fit_chain
 from embedlab.pooling.sources import TokenSource, release_layouts, tokenized_texts
@@ -118,6 +119,7 @@ class PoolingPipeline:
                     pooled = np.empty((len(texts), piece.shape[1]), dtype=piece.dtype)
                 pooled[start:stop] = piece
                 release_layouts()
+                release_free_memory()
                 progress.update(stop - start)
         return pooled
 

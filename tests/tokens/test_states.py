@@ -4,7 +4,7 @@ import torch
 
 from embedlab.data.sentences import split_sentences
 from embedlab.tokens.templates import TEMPLATES, get_template
-from embedlab.tokens.states import TokenStates, TokenStateStore
+from embedlab.tokens.states import TokenStates, TokenStateStore, length_batches
 
 
 def test_every_layer_is_stored_with_the_right_meaning(minilm, isolated_cache):
@@ -26,6 +26,25 @@ def test_batching_and_padding_do_not_change_states(minilm, isolated_cache, sts_s
     alone = TokenStateStore(minilm, use_disk_cache=False).compute(sts_sentences[:1])[0]
     batched = TokenStateStore(minilm, use_disk_cache=False).compute(sts_sentences[:16], batch_size=8)[0]
     np.testing.assert_allclose(alone.states, batched.states, atol=1e-4)
+
+
+def test_batches_are_longest_first_and_bounded_in_rows_and_tokens():
+    lengths = [10, 500, 40, 300, 12, 250, 11]
+    # budget 4 × 128 = 512 tokens, a batch as wide as its first (longest) row: 500 and 300 each go alone;
+    # 250 and 40 share one (2 × 250 = 500); a third row there would make 750, so 12, 11, 10 start the next.
+    assert length_batches(lengths, batch_size=4, tokens_per_row=128) == [[1], [3], [5, 2], [4, 6, 0]]
+    # with short texts only, the row cap is the only limit (the old behaviour)
+    assert length_batches([5, 7, 6, 9, 8], batch_size=2) == [[3, 4], [1, 2], [0]]
+    assert length_batches([], batch_size=8) == []
+
+
+def test_windows_batched_under_the_token_budget_equal_one_at_a_time(minilm, isolated_cache):
+    sentence = "The committee reviewed the proposal and approved a revised budget for the coming year."
+    texts = [" ".join([sentence] * repeats) for repeats in (30, 24, 18, 2, 1)]  # windows of ≈ 500, 400, 300, 30, 15 tokens
+    together = TokenStateStore(minilm, use_disk_cache=False).compute(texts, batch_size=8)
+    for text, states in zip(texts, together):
+        [alone] = TokenStateStore(minilm, use_disk_cache=False).compute([text])
+        np.testing.assert_allclose(states.states, alone.states, atol=1e-4)
 
 
 def test_disk_cache_is_reused_and_damaged_entries_are_recomputed(minilm, isolated_cache, sts_sentences):
