@@ -29,8 +29,9 @@ from embedlab.neural.inputs import TextInputs, padded_inputs
 from embedlab.neural.options import HEAD_VECTORS, NeuralOptions, block_vectors, tunes_last_block
 
 
-# The head's dense pre-activation at some positions (a slice or an index tensor of any shape).
-DenseAt = Callable[[torch.Tensor | slice], torch.Tensor]
+# The head's dense pre-activation at some positions (a slice or an index tensor of any shape), given the
+# positions' owners (the same shape, or one that broadcasts: one owner per row of a per-text layout).
+DenseAt = Callable[[torch.Tensor | slice, torch.Tensor], torch.Tensor]
 
 
 class BatchedAdamW:
@@ -145,6 +146,8 @@ class BatchedTop(torch.nn.Module):
     def vector(self, name: str, owner: torch.Tensor) -> torch.Tensor:
         """Per-position rows of a vector: the owning text's tuned row, or the fixed model value.
 
+        ``owner`` has any shape; the rows come in its shape plus the hidden size, so an owner of shape
+        (texts, 1) gives one row per text that broadcasts over that text's positions.
         Rows are picked with a one-hot matmul rather than indexing: its backward (a matmul) sums each
         text's gradient in a fixed order, where index backward (scatter-add) is not deterministic on CPU.
         """
@@ -229,8 +232,7 @@ def micro_tune_batched(
     tuned = [top.tuned[name] for name in options.params]
     optimizer = BatchedAdamW(tuned, lr=options.learning_rate)
 
-    def dense_at(positions: torch.Tensor | slice) -> torch.Tensor:
-        owner = frozen.owner[positions]
+    def dense_at(positions: torch.Tensor | slice, owner: torch.Tensor) -> torch.Tensor:
         return fixed_dense[positions] if fixed_dense is not None else top.head_input(frozen.features[positions], owner)
 
     candidates: GroupCandidates | None = None
@@ -251,7 +253,8 @@ def _exact_gradients(top: BatchedTop, frozen: FrozenFeatures, dense_at: DenseAt,
     grads = [torch.zeros_like(tensor) for tensor in tuned]
     for start in range(0, len(frozen.labels), position_budget):
         piece = slice(start, start + position_budget)
-        logits = top.logits(dense_at(piece), frozen.owner[piece])
+        owner = frozen.owner[piece]
+        logits = top.logits(dense_at(piece, owner), owner)
         losses = torch.nn.functional.cross_entropy(logits, frozen.labels[piece], reduction="none")
         piece_grads = torch.autograd.grad((losses * weights[piece]).sum(), tuned)
         for accumulated, grad in zip(grads, piece_grads):
@@ -266,24 +269,29 @@ def _first_epoch_with_candidates(
 
     The decoder's backward is written out: ``∂CE/∂z = (Σ_v p_v·W_v − W_y)·weight``, whose first term is
     the full softmax-weighted mean μ_all that the residual needs, so epoch 1 costs what an exact epoch does.
+    The softmax is taken in place in the logits buffer (one exponential per logit, no second
+    vocabulary-sized buffer) once the top-K ids are read off.
     """
     grads = [torch.zeros_like(tensor) for tensor in tuned]
     first_z, normalisers, means, tops = [], [], [], []
     for start in range(0, len(frozen.labels), position_budget):
         piece = slice(start, start + position_budget)
-        z = top.transformed(dense_at(piece), frozen.owner[piece])
+        owner = frozen.owner[piece]
+        z = top.transformed(dense_at(piece, owner), owner)
         with torch.no_grad():
             logits = torch.nn.functional.linear(z, top.decoder_weight, top.output_bias)
-            normaliser = torch.logsumexp(logits, dim=-1)
-            mean = torch.softmax(logits, dim=-1) @ top.decoder_weight
             tops.append(top_ids(logits, count))
-            del logits
+            highest = logits.amax(dim=-1, keepdim=True)
+            probabilities = logits.sub_(highest).exp_()
+            totals = probabilities.sum(dim=-1, keepdim=True)
+            mean = probabilities.div_(totals) @ top.decoder_weight
+            del logits, probabilities
             grad_z = (mean - top.decoder_weight[frozen.labels[piece]]) * weights[piece, None]
         piece_grads = torch.autograd.grad(z, tuned, grad_outputs=grad_z)
         for accumulated, grad in zip(grads, piece_grads):
             accumulated += grad
         first_z.append(z.detach())
-        normalisers.append(normaliser)
+        normalisers.append((highest + totals.log()).squeeze(-1))
         means.append(mean)
     state = GroupCandidates(top, frozen, weights, torch.cat(tops), torch.cat(first_z), torch.cat(normalisers), torch.cat(means))
     return grads, state
@@ -296,6 +304,7 @@ class CandidateChunk:
     Padding positions repeat the text's first position with weight 0; padding candidates have bias −inf.
     """
 
+    texts: torch.Tensor  # (T, 1) the texts' indices in the group: one row of every tuned vector per text
     weight: torch.Tensor  # (T, C, H) output embeddings of the candidates (gathered once, reused every epoch)
     bias: torch.Tensor  # (T, C) output bias at the candidates, −inf at padding
     positions: torch.Tensor  # (T, P) group positions, padded with the text's first position
@@ -306,35 +315,53 @@ class CandidateChunk:
     mean: torch.Tensor  # (T, P, H) μ₀
 
 
+def chunk_texts(positions: Sequence[int], sizes: Sequence[int], hidden: int, padding_slack: float = 1.25, chunk_values: int = 1 << 24) -> list[list[int]]:
+    """Texts cut into chunks for the padded candidate epochs, given each text's masked positions and set size.
+
+    A chunk's work is (texts × its most positions × its largest set); whatever exceeds the texts' own
+    positions × set sizes is padding, wasted. Texts are sorted by (positions, set size), which a text's
+    length drives both of, and a chunk is closed when the next text would make its padded work exceed
+    ``padding_slack`` × its real work (each chunk costs a few dozen small operations per epoch, so
+    chunks of one text each would cost more than they save) or its gathered output embeddings exceed
+    ``chunk_values`` values.
+    """
+    order = sorted(range(len(positions)), key=lambda text: (positions[text], sizes[text]))
+    chunks: list[list[int]] = []
+    chunk: list[int] = []
+    real = largest = 0
+    for text in order:  # positions ascend, so the text's own are the chunk's most
+        work = positions[text] * sizes[text]
+        widest = max(largest, sizes[text])
+        if chunk and ((len(chunk) + 1) * positions[text] * widest > padding_slack * (real + work) or (len(chunk) + 1) * widest * hidden > chunk_values):
+            chunks.append(chunk)
+            chunk, real, widest = [], 0, sizes[text]
+        chunk.append(text)
+        real += work
+        largest = widest
+    if chunk:
+        chunks.append(chunk)
+    return chunks
+
+
 class GroupCandidates:
     """A group's candidate sets (each text its own) and residual terms, built from epoch 1.
 
-    Texts are sorted by candidate count and cut into chunks of at most ``chunk_values`` gathered
-    output-embedding values each, so padding to a chunk's largest set wastes little.
+    Texts are cut into chunks of similar positions and set sizes (:func:`chunk_texts`), so padding to a
+    chunk's largest text wastes little.
     """
 
     def __init__(
         self, top: BatchedTop, frozen: FrozenFeatures, weights: torch.Tensor, tops: torch.Tensor, z0: torch.Tensor,
-        normalisers: torch.Tensor, means: torch.Tensor, chunk_values: int = 1 << 24,
+        normalisers: torch.Tensor, means: torch.Tensor,
     ) -> None:
-        self.decoder_weight = top.decoder_weight
-        self.owner = frozen.owner
-        positions_of = torch.split(torch.arange(len(self.owner)), torch.bincount(self.owner, minlength=top.texts).tolist())  # texts are contiguous
-        sets, targets = candidate_sets(tops, frozen.labels, self.owner, top.texts)
-        order = sorted(range(top.texts), key=lambda text: len(sets[text]))
-        hidden = self.decoder_weight.shape[1]
-        self.chunks: list[CandidateChunk] = []
-        chunk: list[int] = []
-        for text in order:
-            if chunk and (len(chunk) + 1) * len(sets[text]) * hidden > chunk_values:
-                self.chunks.append(self._chunk(chunk, sets, targets, positions_of, top, weights, z0, normalisers, means))
-                chunk = []
-            chunk.append(text)
-        if chunk:
-            self.chunks.append(self._chunk(chunk, sets, targets, positions_of, top, weights, z0, normalisers, means))
+        positions_of = torch.split(torch.arange(len(frozen.owner)), torch.bincount(frozen.owner, minlength=top.texts).tolist())  # texts are contiguous
+        sets, targets = candidate_sets(tops, frozen.labels, frozen.owner, top.texts)
+        groups = chunk_texts([len(positions) for positions in positions_of], [len(ids) for ids in sets], top.decoder_weight.shape[1])
+        self.chunks = [self._chunk(texts, sets, targets, positions_of, top, weights, z0, normalisers, means) for texts in groups]
 
+    @staticmethod
     def _chunk(
-        self, texts: list[int], sets: list[torch.Tensor], targets: torch.Tensor, positions_of: Sequence[torch.Tensor], top: BatchedTop,
+        texts: list[int], sets: list[torch.Tensor], targets: torch.Tensor, positions_of: Sequence[torch.Tensor], top: BatchedTop,
         weights: torch.Tensor, z0: torch.Tensor, normalisers: torch.Tensor, means: torch.Tensor,
     ) -> CandidateChunk:
         """One chunk's padded tensors, its epoch-1 candidate logits and its residual terms R₀, μ₀."""
@@ -345,17 +372,20 @@ class GroupCandidates:
         bias = top.output_bias[ids].masked_fill(~valid, float("-inf"))
         first_z = z0[positions]
         with torch.no_grad():
-            weight = self.decoder_weight[ids]
+            weight = top.decoder_weight[ids]
             first_logits = torch.baddbmm(bias.unsqueeze(1), first_z, weight.transpose(1, 2))
             residual, mean = residual_from_totals(normalisers[positions], means[positions], first_logits, weight)
-        return CandidateChunk(weight, bias, positions, weights[positions] * real, targets[positions], first_z, residual, mean)
+        return CandidateChunk(torch.tensor(texts).unsqueeze(1), weight, bias, positions, weights[positions] * real, targets[positions], first_z, residual, mean)
 
     def gradients(self, top: BatchedTop, dense_at: DenseAt, tuned: list[torch.Tensor]) -> list[torch.Tensor]:
-        """One candidate epoch's gradients: logits over each text's own candidates plus the residual logit."""
+        """One candidate epoch's gradients: logits over each text's own candidates plus the residual logit.
+
+        Each chunk stays in its (texts, positions) layout: a text's tuned rows are taken once and
+        broadcast over its positions, rather than once per position.
+        """
         grads = [torch.zeros_like(tensor) for tensor in tuned]
         for chunk in self.chunks:
-            flat = chunk.positions.reshape(-1)
-            z = top.transformed(dense_at(flat), self.owner[flat]).view(*chunk.positions.shape, -1)
+            z = top.transformed(dense_at(chunk.positions, chunk.texts), chunk.texts)
             logits = torch.baddbmm(chunk.bias.unsqueeze(1), z, chunk.weight.transpose(1, 2))
             losses = candidate_cross_entropy(logits, residual_logit(z, chunk.z0, chunk.residual, chunk.mean), chunk.targets)
             chunk_grads = torch.autograd.grad((losses * chunk.weights).sum(), tuned)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from embedlab.neural.batched import BatchedAdamW
+from embedlab.neural.batched import BatchedAdamW, chunk_texts
 from embedlab.neural.family import embed_texts
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
 
@@ -31,6 +31,15 @@ def test_batched_adamw_equals_torch_adamw_per_row() -> None:
         reference.step()
         optimizer.step([grad])
     assert torch.equal(torch.stack([row.detach() for row in rows]), batched)
+
+
+def test_chunks_cut_where_padding_or_size_would_exceed_their_bounds() -> None:
+    positions, sizes = [35, 42, 35, 70], [500, 600, 520, 1000]
+    # sorted (35, 500), (35, 520), (42, 600): padded 3·42·600 = 75,600 ≤ 1.25 · 60,900 real; adding
+    # (70, 1000) would pad to 4·70·1000 = 280,000 > 1.25 · 130,900
+    assert chunk_texts(positions, sizes, hidden=384) == [[0, 2, 1], [3]]
+    # at most two sets of 600 output embeddings of 384 values per chunk
+    assert chunk_texts(positions, sizes, hidden=384, chunk_values=2 * 600 * 384) == [[0, 2], [1], [3]]
 
 
 @pytest.mark.parametrize("preset", ["head", "block"])
