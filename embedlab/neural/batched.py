@@ -81,12 +81,20 @@ class FrozenFeatures:
     plain_mask: list[torch.Tensor] = field(default_factory=list)
 
 
-def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bool, need_plain: bool) -> FrozenFeatures:
-    """Run the frozen model once per text (its rows in one forward) and keep the masked positions.
+def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bool, need_plain: bool, token_budget: int = 1024) -> FrozenFeatures:
+    """Run the frozen model over the texts' rows and keep the masked positions, in text order.
 
     In block mode the input of the last block's output LayerNorm is captured (dense(FFN) + bias +
     residual): everything the tuned block vectors act on. The model's own output dense bias is part of
-    it; the tuned change is added on top. Per text, so a text's features never depend on its neighbours.
+    it; the tuned change is added on top.
+
+    Texts whose rows have the same length and the same kind of attention mask (padded rows or none:
+    transformers drops an all-ones mask, a different attention kernel path) share a forward of up to
+    ``token_budget`` tokens, so no row gains padding and each sees exactly what it would alone; only
+    the matrix products grow (about 1,000 tokens measured 10–20 % faster per text than one text's
+    ~100–250, and larger ones no faster). A row's outputs then equal those of a forward of its text
+    alone (measured bit for bit on the 200 benchmark texts), so a text's features never depend on its
+    neighbours.
     """
     model = masked_lm.model
     captured: list[torch.Tensor] = []
@@ -94,18 +102,20 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
     if block_mode or need_plain:
         norm = model.bert.encoder.layer[-1].output.LayerNorm
         hook = norm.register_forward_pre_hook(lambda module, args: captured.append(args[0].detach()))
-    features, labels, owners, plain, plain_masks = [], [], [], [], []
+    states: list[torch.Tensor] = [torch.empty(0)] * len(group)
+    plain, plain_masks = [], []
     try:
         with torch.inference_mode():
-            for index, inputs in enumerate(group):
+            for batch in _same_shape_batches(group, token_budget):
                 captured.clear()
-                hidden = model.bert(input_ids=inputs.input_ids, attention_mask=inputs.attention_mask).last_hidden_state
-                states = captured[-1] if block_mode else hidden
-                chosen = inputs.labels != IGNORE_LABEL
-                features.append(states[chosen].clone())
-                labels.append(inputs.labels[chosen])
-                owners.append(torch.full((int(chosen.sum()),), index, dtype=torch.long))
-                if need_plain:
+                ids = torch.cat([group[index].input_ids for index in batch])
+                attention = torch.cat([group[index].attention_mask for index in batch])
+                hidden = model.bert(input_ids=ids, attention_mask=attention).last_hidden_state
+                rows = captured[-1] if block_mode else hidden
+                for index, text_rows in zip(batch, rows.split([len(group[index].input_ids) for index in batch])):
+                    states[index] = text_rows[group[index].labels != IGNORE_LABEL].clone()
+            if need_plain:
+                for inputs in group:
                     captured.clear()
                     ids, attention = padded_inputs(inputs.chunks, masked_lm.tokenizer)
                     model.bert(input_ids=ids, attention_mask=attention)
@@ -114,7 +124,29 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
     finally:
         if hook is not None:
             hook.remove()
-    return FrozenFeatures(torch.cat(features), torch.cat(labels), torch.cat(owners), plain, plain_masks)
+    labels = [inputs.labels[inputs.labels != IGNORE_LABEL] for inputs in group]
+    owners = [torch.full((len(text_labels),), index, dtype=torch.long) for index, text_labels in enumerate(labels)]
+    return FrozenFeatures(torch.cat(states), torch.cat(labels), torch.cat(owners), plain, plain_masks)
+
+
+def _same_shape_batches(group: list[TextInputs], token_budget: int) -> list[list[int]]:
+    """Indices of texts that can share a frozen forward: same row length and mask kind, ≤ ``token_budget`` tokens (≥ one text)."""
+    kinds: dict[tuple[int, bool], list[int]] = {}
+    for index, inputs in enumerate(group):
+        kinds.setdefault((inputs.input_ids.shape[1], bool(inputs.attention_mask.all())), []).append(index)
+    batches: list[list[int]] = []
+    for members in kinds.values():
+        batch: list[int] = []
+        tokens = 0
+        for index in members:
+            size = group[index].input_ids.numel()
+            if batch and tokens + size > token_budget:
+                batches.append(batch)
+                batch, tokens = [], 0
+            batch.append(index)
+            tokens += size
+        batches.append(batch)
+    return batches
 
 
 class BatchedTop(torch.nn.Module):
