@@ -58,11 +58,13 @@ def top_ids(logits: torch.Tensor, count: int) -> torch.Tensor:
     costs about a third of the logits' own matrix product. The filter here rests on one fact: a row's
     ``count`` highest values lie in the ``count`` blocks (of consecutive ids) with the highest maxima,
     since a value in any other block is beaten by each of those blocks' maxima. So vectorised block
-    maxima pick ``count`` blocks of :data:`TOP_BLOCKS` [0] ids per row, blocks of the next size are picked
-    within them the same way, and torch.topk runs over the few values left (plus the ids past the last
-    whole block). The ids are torch.topk's but for ties: where several values tie for the last place,
-    either may be kept.
+    maxima pick ``count`` blocks of 32 ids per row (:data:`TOP_BLOCKS`), blocks of 8 are picked within
+    them the same way, and torch.topk runs over the few values left (plus the ids past the last whole
+    block). The ids are torch.topk's but for ties: where several values tie for the last place, either
+    may be kept.
     """
+    if logits.stride(-1) != 1:  # the blocks are read as runs of consecutive memory
+        logits = logits.contiguous()
     rows, vocabulary = logits.shape
     whole = vocabulary // TOP_BLOCKS[0] * TOP_BLOCKS[0]
     if whole < count * TOP_BLOCKS[0]:
