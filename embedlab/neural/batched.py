@@ -302,7 +302,8 @@ def _first_epoch_with_candidates(
     The decoder's backward is written out: ``∂CE/∂z = (Σ_v p_v·W_v − W_y)·weight``, whose first term is
     the full softmax-weighted mean μ_all that the residual needs, so epoch 1 costs what an exact epoch does.
     The softmax is taken in place in the logits buffer (one exponential per logit, no second
-    vocabulary-sized buffer) once the top-K ids are read off.
+    vocabulary-sized buffer) once the top-K ids are read off, and normalised after the product with
+    the output embeddings, on (positions × hidden) values rather than (positions × vocabulary).
     """
     grads = [torch.zeros_like(tensor) for tensor in tuned]
     first_z, normalisers, means, tops = [], [], [], []
@@ -314,10 +315,10 @@ def _first_epoch_with_candidates(
             logits = torch.nn.functional.linear(z, top.decoder_weight, top.output_bias)
             tops.append(top_ids(logits, count))
             highest = logits.amax(dim=-1, keepdim=True)
-            probabilities = logits.sub_(highest).exp_()
-            totals = probabilities.sum(dim=-1, keepdim=True)
-            mean = probabilities.div_(totals) @ top.decoder_weight
-            del logits, probabilities
+            exponentials = logits.sub_(highest).exp_()
+            totals = exponentials.sum(dim=-1, keepdim=True)
+            mean = (exponentials @ top.decoder_weight) / totals
+            del logits, exponentials
             grad_z = (mean - top.decoder_weight[frozen.labels[piece]]) * weights[piece, None]
         piece_grads = torch.autograd.grad(z, tuned, grad_outputs=grad_z)
         for accumulated, grad in zip(grads, piece_grads):

@@ -139,9 +139,14 @@ def residual_logit(z: torch.Tensor, z0: torch.Tensor, residual: torch.Tensor, me
 
 
 def candidate_cross_entropy(candidate_logits: torch.Tensor, residual: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Per-position cross-entropy over the candidates' logits (…, C) and the residual logit (…,)."""
+    """Per-position cross-entropy over the candidates' logits (…, C) and the residual logit (…,).
+
+    torch's cross-entropy (a fused log-softmax, and a fused backward) on the flattened positions;
+    candidates padded with −inf logits get probability 0 and gradient 0.
+    """
     logits = torch.cat([candidate_logits, residual.unsqueeze(-1)], dim=-1)
-    return torch.logsumexp(logits, dim=-1) - logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    losses = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
+    return losses.view(targets.shape)
 
 
 def pad_candidates(sets: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
