@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from embedlab.neural.batched import BatchedAdamW
+from embedlab.neural.batched import BatchedAdamW, _same_shape_batches, chunk_texts, frozen_features
+from embedlab.neural.inputs import BLUEPRINTS, text_inputs
 from embedlab.neural.family import embed_texts
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
 
@@ -33,6 +34,15 @@ def test_batched_adamw_equals_torch_adamw_per_row() -> None:
     assert torch.equal(torch.stack([row.detach() for row in rows]), batched)
 
 
+def test_chunks_cut_where_padding_or_size_would_exceed_their_bounds() -> None:
+    positions, sizes = [35, 42, 35, 70], [500, 600, 520, 1000]
+    # sorted (35, 500), (35, 520), (42, 600): padded 3·42·600 = 75,600 ≤ 1.25 · 60,900 real; adding
+    # (70, 1000) would pad to 4·70·1000 = 280,000 > 1.25 · 130,900
+    assert chunk_texts(positions, sizes, hidden=384) == [[0, 2, 1], [3]]
+    # at most two sets of 600 output embeddings of 384 values per chunk
+    assert chunk_texts(positions, sizes, hidden=384, chunk_values=2 * 600 * 384) == [[0, 2], [1], [3]]
+
+
 @pytest.mark.parametrize("preset", ["head", "block"])
 def test_batched_path_equals_per_text_reference(masked_minilm, sentences, preset: str) -> None:
     # 4 epochs keep the test short; the two paths follow the same steps whatever the epoch count
@@ -55,6 +65,19 @@ def test_width_norm_reruns_and_batch_composition(masked_minilm, sentences) -> No
     assert np.allclose(reordered[1], together[1], atol=1e-6)
     # different texts differ
     assert cosine(together[:1], together[1:2])[0] < 0.99
+
+
+@pytest.mark.parametrize("block_mode", [False, True])
+def test_texts_of_equal_length_share_a_frozen_forward_without_changing_their_features(masked_minilm, block_mode: bool) -> None:
+    texts = ["Two dogs run through the snow.", "A man is playing a guitar on the stage.", "Two cats walk across the road."]  # 7, 10, 7 tokens
+    inputs = [text_inputs(text, masked_minilm.tokenizer, masked_minilm.max_length, BLUEPRINTS, f"text {index}") for index, text in enumerate(texts)]
+    assert _same_shape_batches(inputs, token_budget=1024) == [[0, 2], [1]]
+    together = frozen_features(masked_minilm, inputs, block_mode, need_plain=False)
+    alone = [frozen_features(masked_minilm, [text], block_mode, need_plain=False) for text in inputs]
+    # the features still come in text order, each text's equal to those of its own forward
+    assert together.owner.tolist() == [index for index, part in enumerate(alone) for _ in part.labels]
+    assert torch.equal(together.labels, torch.cat([part.labels for part in alone]))
+    assert (together.features - torch.cat([part.features for part in alone])).abs().max() <= 1e-6
 
 
 def test_long_text_is_micro_tuned_over_its_chunks_on_both_paths(masked_minilm, sentences) -> None:

@@ -15,6 +15,7 @@ from embedlab.neural.candidates import (
     residual_from_logits,
     residual_from_totals,
     residual_logit,
+    top_ids,
 )
 from embedlab.neural.family import NeuralEmbedder, embed_texts
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
@@ -41,6 +42,17 @@ def test_candidate_sets_are_each_texts_own_union_with_its_labels() -> None:
     padded, valid = pad_candidates(sets[:2])
     assert padded.tolist() == [[2, 5, 7, 9], [1, 3, 4, 0]]
     assert valid.tolist() == [[True] * 4, [True, True, True, False]]
+
+
+@pytest.mark.parametrize(("vocabulary", "count"), [(30522, 256), (30522, 64), (1000, 8), (300, 16)])
+def test_top_ids_are_torch_topks_ids(vocabulary: int, count: int) -> None:
+    generator = torch.Generator().manual_seed(vocabulary + count)
+    logits = torch.randn(40, vocabulary, generator=generator) * 3
+    logits[0, -1] = 100.0  # a winner past the last whole block of 32
+    logits[1, :count] = 50.0 + torch.arange(count)  # all winners in the first blocks
+    expected = logits.topk(count, dim=-1).indices.sort(dim=-1).values
+    assert torch.equal(top_ids(logits, count).sort(dim=-1).values, expected)
+    assert torch.equal(top_ids(logits[:, : vocabulary // 2], count).sort(dim=-1).values, logits[:, : vocabulary // 2].topk(count, dim=-1).indices.sort(dim=-1).values)
 
 
 def test_residual_gradient_equals_autograd_of_the_outside_log_sum_exp() -> None:
