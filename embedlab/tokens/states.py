@@ -66,22 +66,22 @@ logger = logging.getLogger(__name__)
 CACHE_FORMAT = "5"  # 4: every entry records its key; 5: one entry per text and layer (older entries never match)
 PACK_BYTES = 256 << 20  # new entries are written in packs of about this size (an eighth of a smaller budget)
 _SAFETENSORS_DTYPES = {"<f4": "F32", "<i8": "I64", "<i4": "I32", "|u1": "U8"}
-# A batch holds at most ``batch_size`` sequences and at most ``batch_size × BATCH_TOKENS_PER_ROW`` tokens
-# (padding included). Attention memory grows with rows × width², so 32 windows of 512 tokens took 525 MB
-# more peak memory for one MiniLM forward here, against 215 MB for 8 of them; without this bound the peak
-# of a corpus run is set by its longest texts, which keep turning up as the corpus grows.
-BATCH_TOKENS_PER_ROW = 128
+# A batch holds at most ``batch_size`` sequences, and its rows × width² (each attention head's scores) stay
+# within ``batch_size × BATCH_WIDTH²``: rows of up to 128 tokens batch as before, 256-token windows 8 at a
+# time, 512-token windows 2 at a time. Attention memory grows with rows × width² (one MiniLM forward of 32
+# windows of 512 tokens took 525 MB more peak memory here, 8 of them 215 MB), so without this bound a
+# corpus run's peak was set by whichever slice held the most long texts, and kept rising with the corpus.
+BATCH_WIDTH = 128
 
 
-def length_batches(lengths: Sequence[int], batch_size: int, tokens_per_row: int = BATCH_TOKENS_PER_ROW) -> list[list[int]]:
-    """Positions of ``lengths`` in batches, longest first: each batch has at most ``batch_size`` rows and
-    its rows × its longest length stays within ``batch_size × tokens_per_row`` (a longer sequence still
-    gets a batch of its own)."""
+def length_batches(lengths: Sequence[int], batch_size: int, width: int = BATCH_WIDTH) -> list[list[int]]:
+    """Positions of ``lengths`` in batches, longest first: at most ``batch_size`` rows each, and rows ×
+    (longest length)² within ``batch_size × width²`` (a longer sequence still gets a batch of its own)."""
     order = sorted(range(len(lengths)), key=lambda position: -lengths[position])
-    budget = batch_size * tokens_per_row
+    budget = batch_size * width * width
     batches: list[list[int]] = []
     for position in order:
-        if batches and len(batches[-1]) < batch_size and (len(batches[-1]) + 1) * lengths[batches[-1][0]] <= budget:
+        if batches and len(batches[-1]) < batch_size and (len(batches[-1]) + 1) * lengths[batches[-1][0]] ** 2 <= budget:
             batches[-1].append(position)
         else:
             batches.append([position])

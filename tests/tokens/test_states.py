@@ -28,17 +28,19 @@ def test_batching_and_padding_do_not_change_states(minilm, isolated_cache, sts_s
     np.testing.assert_allclose(alone.states, batched.states, atol=1e-4)
 
 
-def test_batches_are_longest_first_and_bounded_in_rows_and_tokens():
+def test_batches_are_longest_first_and_bounded_in_rows_and_attention():
     lengths = [10, 500, 40, 300, 12, 250, 11]
-    # budget 4 × 128 = 512 tokens, a batch as wide as its first (longest) row: 500 and 300 each go alone;
-    # 250 and 40 share one (2 × 250 = 500); a third row there would make 750, so 12, 11, 10 start the next.
-    assert length_batches(lengths, batch_size=4, tokens_per_row=128) == [[1], [3], [5, 2], [4, 6, 0]]
+    # budget 4 × 128² = 65,536 scores, a batch as wide as its first (longest) row: 500, 300 and 250 each go
+    # alone (two rows of 250 would be 125,000); 40, 12, 11, 10 share one (4 × 40² = 6,400), the row cap.
+    assert length_batches(lengths, batch_size=4, width=128) == [[1], [3], [5], [2, 4, 6, 0]]
+    # two rows of 180 fit the same budget (2 × 180² = 64,800), three do not (97,200)
+    assert length_batches([180, 180, 180], batch_size=4, width=128) == [[0, 1], [2]]
     # with short texts only, the row cap is the only limit (the old behaviour)
     assert length_batches([5, 7, 6, 9, 8], batch_size=2) == [[3, 4], [1, 2], [0]]
     assert length_batches([], batch_size=8) == []
 
 
-def test_windows_batched_under_the_token_budget_equal_one_at_a_time(minilm, isolated_cache):
+def test_windows_batched_under_the_attention_budget_equal_one_at_a_time(minilm, isolated_cache):
     sentence = "The committee reviewed the proposal and approved a revised budget for the coming year."
     texts = [" ".join([sentence] * repeats) for repeats in (30, 24, 18, 2, 1)]  # windows of ≈ 500, 400, 300, 30, 15 tokens
     together = TokenStateStore(minilm, use_disk_cache=False).compute(texts, batch_size=8)
