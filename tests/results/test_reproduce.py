@@ -185,3 +185,13 @@ def test_alignsim_epsilon_search_names_its_grid_and_averages_the_stored_margins(
         assert record.n == len(array)
         assert record.value == pytest.approx(np.mean([(array > eps).mean() for eps in grid]), abs=1e-6)
     assert len({r.metric for r in records}) <= 2  # one grid per metric for all three datasets
+
+
+def test_a_plan_variant_stores_its_records_under_their_own_subsets(monkeypatch):
+    """``subset_suffix`` keeps a variant's records (e.g. ALIGN-SIM's perturbation=authors) apart from the
+    default's; ``task_options`` reach the tasks that declare them."""
+    plan = RecomputePlan(("st:minilm",), "pairs:sts", subset_suffix=",variant=x", task_options=(("seed", 0),))
+    key = ("st:minilm", "pairs", "sts", "all,variant=x", "wrong")
+    monkeypatch.setattr(reproduce, "needed_keys", lambda paper: {key})
+    fresh = reproduce.run_plans("neural", [plan], provenance="recomputed: test", log=lambda message: None)
+    assert list(fresh) == [key] and fresh[key].value == 7216  # the paper's count, under the variant's subset
