@@ -450,7 +450,7 @@ RECOMPUTE_PLANS: dict[str, tuple[RecomputePlan, ...]] = {
                       "classification:sst2,classification:trec,classification:mrpc", expensive=True,
                       cost="≈ 26 min (nested 10 × 10-fold cross-validation)", protocol="SentEval protocol, scikit-learn logistic regression"),
         RecomputePlan(("st:mpnet",), "classification:mr,classification:cr,classification:trec", expensive=True,
-                      cost="≈ 25 min on one core (all-mpnet-base-v2 encodes 20,000 texts, then nested cross-validation)",
+                      cost="47 min measured on the shared 2-core machine (all-mpnet-base-v2 encodes 20,000 texts, then nested cross-validation)",
                       protocol="SentEval protocol, scikit-learn logistic regression"),
         RecomputePlan(("st:minilm",), _ALIGNSIM_PARAPHRASE, expensive=True, task_options=(("criteria", (1, 2)),),
                       epsilon_search=True, cost="44,000 texts (criterion 2 at the paper's 3,500 per dataset): 23 min measured on the shared 2-core machine",
