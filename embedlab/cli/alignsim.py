@@ -20,7 +20,7 @@ from embedlab import runtime
 from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_int
 from embedlab.evaluation import evaluate
 from embedlab.evaluation.alignsim import metrics
-from embedlab.evaluation.alignsim.perturb import SamplingConfig
+from embedlab.evaluation.alignsim.perturb import PERTURBATIONS, SamplingConfig
 from embedlab.evaluation.alignsim.sources import ALL_DATASETS
 from embedlab.evaluation.alignsim.task import CRITERIA, AlignSimSetup, MethodResult
 from embedlab.results.alignsim_report import tables, write_report
@@ -72,6 +72,9 @@ def add_cli(subparsers) -> None:
     parser.add_argument("--sentences", type=positive_int, default=SamplingConfig.sentences, help="criterion 2 sentences per dataset")
     parser.add_argument("--triplets", type=positive_int, default=SamplingConfig.triplets, help="criteria 3/5 positive pairs per dataset")
     parser.add_argument("--afin-pairs", type=positive_int, default=None, help="criterion 4 AFIN pairs (default: all)")
+    parser.add_argument("--perturbation", choices=PERTURBATIONS, default=SamplingConfig.perturbation,
+                        help="criteria 2/3 word replacement: ours (tagged verbs/adjectives, inflected; default) or authors "
+                             "(the authors' code: any non-stop-word, all senses, uninflected, every occurrence)")
     parser.add_argument("--sim-epsilons", type=_float_list, default=metrics.COSINE_EPSILONS, help="ε grid for similarity margins")
     parser.add_argument("--ned-epsilons", type=_float_list, default=metrics.NED_EPSILONS, help="ε grid for NED margins")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="texts per model batch (default 32)")
@@ -99,7 +102,7 @@ def run_cli(args: argparse.Namespace, load_method=_load_method, open_db=_open_db
         criteria=tuple(args.criteria),
         datasets=tuple(args.datasets),
         sampling=SamplingConfig(seed=args.seed, pairs_per_label=args.pairs_per_label, sentences=args.sentences,
-                                triplets=args.triplets, afin_pairs=args.afin_pairs),
+                                triplets=args.triplets, afin_pairs=args.afin_pairs, perturbation=args.perturbation),
         cosine_epsilons=args.sim_epsilons,
         ned_epsilons=args.ned_epsilons,
         batch_size=args.batch_size,

@@ -82,3 +82,20 @@ def test_pairwise_method_table_output(tmp_path, capsys):
 def test_bad_arguments_are_rejected(argv):
     with pytest.raises(SystemExit):
         _parse(argv)
+
+
+def test_perturbation_option_reaches_the_saved_sets(tmp_path, capsys):
+    argv = ["alignsim", "test:jaccard", "--criteria", "3", "--datasets", "mrpc", "--triplets", "5", "--out", str(tmp_path),
+            "--no-db", "--perturbation", "authors"]
+    assert run_cli(_parse(argv), load_method=lambda spec: JaccardPairwise()) == 0
+    summary = json.loads((tmp_path / "perturbations" / "mrpc.summary.json").read_text(encoding="utf-8"))
+    assert summary["config"]["perturbation"] == "authors"
+    items = [json.loads(line) for line in (tmp_path / "perturbations" / "mrpc.c3.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert items and len(items) + summary["skipped"]["c3"] == 5
+    for item in items:  # whitespace words, every occurrence of the chosen word replaced
+        (change,) = item["changes"]
+        words = item["original"].split()
+        assert [i for i, word in enumerate(words) if word == change["original"]] == change["words"]
+    with pytest.raises(SystemExit):
+        _parse(argv[:-1] + ["both"])
+    capsys.readouterr()

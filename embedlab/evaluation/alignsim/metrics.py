@@ -8,7 +8,8 @@
 * Eq. 2: β-adjusted NED = 1 − (1 − NED)·(1 − r), r the mean random-pair NED over datasets.
 * Criteria 1, 3, 5: per-item margins, oriented so that positive means "aligned with human
   expectation"; a criterion holds at ε when the margin exceeds ε. Pass rates are reported over an
-  ε grid and averaged (Table 3).
+  ε grid and averaged (Table 3). The paper does not print its grid: :func:`fit_epsilon_grid` searches
+  grids {0, step, …, E} for the one that comes closest to given averages.
 
 Similarity is the harness's cosine (``embedlab.evaluation.scoring``). Per-item arrays are float32
 (the project's public-array convention); arithmetic is float64.
@@ -78,3 +79,31 @@ def pass_rates(margins: np.ndarray, epsilons: tuple[float, ...]) -> np.ndarray:
     if margins.size == 0:
         raise ValueError("no margins to rate")
     return np.array([(margins > eps).mean() for eps in epsilons], dtype=np.float32)
+
+
+def epsilon_grid(end: float, step: float) -> tuple[float, ...]:
+    """{0, step, 2·step, …, end} (``end`` a multiple of ``step``), rounded so 0.1 + 0.2 prints as 0.3."""
+    count = int(round(end / step))
+    if count < 0 or not np.isclose(count * step, end):
+        raise ValueError(f"ε grid end {end} is not a non-negative multiple of the step {step}")
+    return tuple(round(step * k, 10) for k in range(count + 1))
+
+
+def fit_epsilon_grid(margins: dict[str, np.ndarray], targets: dict[str, float], *, step: float = 0.05,
+                     largest: float = 0.9) -> tuple[float, dict[str, float]]:
+    """The grid {0, step, …, E}, E ≤ ``largest``, whose averaged pass rates (Table 3's summary) come closest in
+    least squares to ``targets`` over all the given datasets jointly; returns E and those averages by dataset.
+
+    One grid for every dataset: a single fitted number for several cells, so how close the other cells come
+    says whether one grid explains them (ties go to the smaller E)."""
+    missing = sorted(set(targets) - set(margins))
+    if missing or not targets:
+        raise ValueError(f"no margins for {missing or 'any dataset'} to fit the ε grid to")
+    best: tuple[float, float, dict[str, float]] | None = None
+    for end in epsilon_grid(largest, step):
+        grid = epsilon_grid(end, step)
+        averages = {name: float(np.mean(pass_rates(margins[name], grid))) for name in targets}
+        error = sum((averages[name] - targets[name]) ** 2 for name in targets)
+        if best is None or error < best[0] - 1e-12:
+            best = (error, end, averages)
+    return best[1], best[2]

@@ -8,6 +8,11 @@ From each paraphrase dataset (QQP, PAWS-Wiki, MRPC) one seed fixes:
   n = 1, 2, 3 verbs/adjectives replaced by WordNet synonyms of the same part of speech;
 * criterion 3 — triplets (S, S'_P, S'_A): a positive pair and S with one verb/adjective replaced by a
   WordNet antonym;
+
+  both as the paper's text says (``perturbation="ours"``: verbs/adjectives tagged in context, the synonym
+  re-inflected into the slot), or as the authors' released code does (``perturbation="authors"``: any
+  whitespace word not in NLTK's stop-word list, synonyms/antonyms of every sense and part of speech,
+  uninflected, every occurrence of the chosen word replaced);
 * criterion 5 — triplets (S, S'_P, S'_J): a positive pair and S with n = 1, 2, 3 disjoint pairs of
   words swapped;
 
@@ -31,6 +36,7 @@ from embedlab.evaluation.alignsim import lexicon
 from embedlab.evaluation.alignsim.sources import PARAPHRASE_DATASETS, SentencePair, read_dataset
 
 N_VALUES = (1, 2, 3)
+PERTURBATIONS = ("ours", "authors")  # word replacement as the paper's text says / as the authors' code does
 FORMAT_VERSION = 1
 MAX_SWAP_TRIES = 20
 
@@ -44,6 +50,11 @@ class SamplingConfig:
     sentences: int = 3500  # criterion 2 originals
     triplets: int = 3500  # criteria 3 and 5: positive pairs whose first sentence is perturbed
     afin_pairs: int | None = None  # criterion 4: None = every AFIN pair
+    perturbation: str = "ours"  # criteria 2 and 3: "ours" (tagged verbs/adjectives, inflected) or "authors"
+
+    def __post_init__(self) -> None:
+        if self.perturbation not in PERTURBATIONS:
+            raise ValueError(f"unknown ALIGN-SIM perturbation {self.perturbation!r}; choose from {', '.join(PERTURBATIONS)}")
 
 
 @dataclass
@@ -198,6 +209,35 @@ def replace_words(
     return lexicon.detokenize(tokens, replacements), changes
 
 
+def authors_replace_words(
+    sentence: str, n: int, relation: str, rng: np.random.Generator
+) -> tuple[str, list[dict]] | None:
+    """Replace ``n`` distinct words as the authors' ``WordReplacer.sentence_replacement`` does; None if fewer
+    than n words have a synonym/antonym.
+
+    Words are the whitespace-split tokens (punctuation stays attached, so ``evidence.`` finds no synonym); a
+    candidate is a distinct word not in NLTK's stop words (case-sensitive, as theirs: ``Is`` is a candidate)
+    with at least one WordNet synonym/antonym (:func:`lexicon.authors_synonyms`); the replacement is a random
+    one of them, uninflected, and replaces every occurrence of the word; the words are joined by single
+    spaces. Their code keeps a sentence with fewer than n replaceable words with fewer replacements (or
+    unchanged); we skip and count it, as in ``ours``.
+    """
+    words = sentence.split()
+    lookup = lexicon.authors_synonyms if relation == "synonym" else lexicon.authors_antonyms
+    stopwords = lexicon.nltk_stopwords()
+    candidates = [(word, options) for word in dict.fromkeys(words)
+                  if word not in stopwords and (options := lookup(word))]
+    if len(candidates) < n:
+        return None
+    replacements, changes = {}, []
+    for candidate in sorted(int(i) for i in rng.choice(len(candidates), size=n, replace=False)):
+        word, options = candidates[candidate]
+        replacements[word] = options[int(rng.integers(len(options)))]
+        changes.append({"original": word, "replacement": replacements[word],
+                        "words": [index for index, other in enumerate(words) if other == word]})
+    return " ".join(replacements.get(word, word) for word in words), changes
+
+
 # ---------------------------------------------------------------- jumbling (criterion 5)
 
 
@@ -285,19 +325,24 @@ def build_perturbation_set(dataset: str, config: SamplingConfig, kinds: set[str]
         """``item(pair, perturbed, changes)`` for every pair ``perturb`` can change; the others are counted."""
         items, skipped = [], 0
         for pair in pairs:
-            outcome = perturb(tagged[pair.text_a])
+            outcome = perturb(pair.text_a)
             if outcome is None:
                 skipped += 1
                 continue
             items.append(item(pair, *outcome))
         return items, skipped
 
+    def replace(text: str, n: int, relation: str, rng: np.random.Generator) -> tuple[str, list[dict]] | None:
+        if config.perturbation == "authors":
+            return authors_replace_words(text, n, relation, rng)
+        return replace_words(tagged[text], n, relation, rng)
+
     if "c2" in kinds:
         result.items["c2"] = []
         for n in N_VALUES:
             rng = stream_rng(config.seed, dataset, "c2", n)
             items, result.skipped[f"c2/n={n}"] = perturb_each(
-                originals, lambda tokens, n=n, rng=rng: replace_words(tokens, n, "synonym", rng),
+                originals, lambda text, n=n, rng=rng: replace(text, n, "synonym", rng),
                 lambda pair, perturbed, changes, n=n: {"n": n, "original": pair.text_a, "perturbed": perturbed,
                                                        "changes": changes, "source": pair.source},
             )
@@ -305,7 +350,7 @@ def build_perturbation_set(dataset: str, config: SamplingConfig, kinds: set[str]
     if "c3" in kinds:
         rng = stream_rng(config.seed, dataset, "c3")
         result.items["c3"], result.skipped["c3"] = perturb_each(
-            triplets, lambda tokens: replace_words(tokens, 1, "antonym", rng),
+            triplets, lambda text: replace(text, 1, "antonym", rng),
             lambda pair, perturbed, changes: {"original": pair.text_a, "paraphrase": pair.text_b, "perturbed": perturbed,
                                               "changes": changes, "source": pair.source},
         )
@@ -314,7 +359,7 @@ def build_perturbation_set(dataset: str, config: SamplingConfig, kinds: set[str]
         for n in N_VALUES:
             rng = stream_rng(config.seed, dataset, "c5", n)
             items, result.skipped[f"c5/n={n}"] = perturb_each(
-                triplets, lambda tokens, n=n, rng=rng: jumble(tokens, n, rng),
+                triplets, lambda text, n=n, rng=rng: jumble(tagged[text], n, rng),
                 lambda pair, perturbed, swaps, n=n: {"n": n, "original": pair.text_a, "paraphrase": pair.text_b, "perturbed": perturbed,
                                                 "swaps": swaps, "source": pair.source},
             )

@@ -127,8 +127,17 @@ class AlignSimSetup:
         for item in fields(self):
             value = getattr(self, item.name)
             if item.name not in ("batch_size", "folder") and value != getattr(default, item.name):
-                out[item.name] = asdict(value) if isinstance(value, SamplingConfig) else list(value)
+                out[item.name] = _sampling_settings(value) if isinstance(value, SamplingConfig) else list(value)
         return out
+
+
+def _sampling_settings(sampling: SamplingConfig) -> dict:
+    """The sampling as stored with the records; the default perturbation is left out, so results stored
+    before the option existed keep matching."""
+    settings = asdict(sampling)
+    if settings["perturbation"] == SamplingConfig.perturbation:
+        del settings["perturbation"]
+    return settings
 
 
 def _needed_pairs(perturbations: PerturbationSet, kinds: frozenset[str]) -> list[tuple[str, str]]:
@@ -162,7 +171,7 @@ class AlignSimTask(Task):
     name = TASK
     description = "ALIGN-SIM: five task-free semantic-alignment criteria (Mahajan et al., §4–5)"
     datasets = ALL_DATASETS + (ADJUSTMENT,)
-    options = ("seed",)
+    options = ("seed", "perturbation", "criteria")
     needs_vectors = False
     headline = "sim_diff_mean"
     metrics = {
@@ -191,9 +200,16 @@ class AlignSimTask(Task):
         "random_ned": Metric("mean random-pair NED over QQP, PAWS, MRPC (Eq. 2's r), 0–1", unit="distance"),
     }
 
-    def __init__(self, dataset: str, *, seed: int = 0, setup: AlignSimSetup | None = None) -> None:
+    def __init__(self, dataset: str, *, seed: int = 0, perturbation: str = "ours", criteria: tuple[int, ...] = CRITERIA,
+                 setup: AlignSimSetup | None = None) -> None:
+        """``perturbation``: criteria 2 and 3's word replacement, ``ours`` (the paper's text: verbs/adjectives
+        tagged in context, synonyms re-inflected) or ``authors`` (the authors' released code: any non-stop-word,
+        every sense, uninflected, every occurrence); see :mod:`embedlab.evaluation.alignsim.perturb`.
+        ``criteria``: the criteria to score (fewer criteria, fewer texts to encode)."""
         super().__init__(dataset)
-        self.setup = setup if setup is not None else AlignSimSetup(sampling=SamplingConfig(seed=seed))
+        if setup is None:
+            setup = AlignSimSetup(criteria=tuple(criteria), sampling=SamplingConfig(seed=seed, perturbation=perturbation))
+        self.setup = setup
         if dataset not in self.datasets:
             raise ValueError(f"unknown ALIGN-SIM dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
         if dataset == ADJUSTMENT and not self.setup.adjusted:

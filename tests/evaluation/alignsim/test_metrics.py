@@ -67,3 +67,23 @@ def test_pass_rates_count_strictly_greater_margins():
 def test_ned_rejects_constant_vectors():
     with pytest.raises(ValueError, match="constant"):
         metrics.ned(np.ones((1, 3)), np.full((1, 3), 2.0))
+
+
+def test_epsilon_grids_are_rounded_multiples_of_the_step():
+    assert metrics.epsilon_grid(0.3, 0.1) == (0.0, 0.1, 0.2, 0.3)
+    assert metrics.epsilon_grid(0.0, 0.05) == (0.0,)
+    with pytest.raises(ValueError, match="not a non-negative multiple"):
+        metrics.epsilon_grid(0.25, 0.1)
+
+
+def test_fit_epsilon_grid_picks_the_grid_closest_to_all_targets_jointly():
+    # averaged pass rates by grid end E (hand-computed): A: E=0 1.0, 0.1 0.875, 0.2 0.75, 0.3 0.625;
+    # B: 1.0, 0.75, 0.6667, 0.625. Squared errors to (0.76, 0.70): 0.1476, 0.0157, 0.0012, 0.0239 -> E = 0.2
+    margins = {"a": np.array([0.02, 0.12, 0.22, 0.32]), "b": np.array([0.05, 0.5])}
+    end, averages = metrics.fit_epsilon_grid(margins, {"a": 0.76, "b": 0.70}, step=0.1, largest=0.3)
+    assert end == 0.2
+    assert averages == pytest.approx({"a": 0.75, "b": 2 / 3})
+    # one dataset alone is fitted by its own closest grid
+    assert metrics.fit_epsilon_grid(margins, {"b": 0.74}, step=0.1, largest=0.3)[0] == 0.1
+    with pytest.raises(ValueError, match="no margins"):
+        metrics.fit_epsilon_grid(margins, {"c": 0.5})

@@ -11,6 +11,7 @@ import pytest
 from embedlab.evaluation.alignsim import lexicon
 from embedlab.evaluation.alignsim.perturb import (
     SamplingConfig,
+    authors_replace_words,
     build_perturbation_set,
     derangement,
     jumble,
@@ -159,3 +160,66 @@ def test_same_seed_same_files_and_counts(tmp_path):
     # the saved files load back to the same items
     loaded = type(first).load(tmp_path / "a", "mrpc")
     assert loaded.items == first.items and loaded.skipped == first.skipped
+
+
+# ---------------------------------------------------------------- perturbation="authors" (the authors' released code)
+
+
+def test_authors_lexicon_uses_every_sense_and_part_of_speech_uninflected():
+    assert len(lexicon.nltk_stopwords()) == 179 and {"the", "is", "he", "don't"} <= lexicon.nltk_stopwords()
+    dispatched = lexicon.authors_synonyms("dispatched")
+    # WordNet maps the inflected form to its lemma, which itself counts as a "synonym", uninflected
+    assert {"dispatch", "send off", "murder"} <= set(dispatched)  # the send and the kill senses
+    assert "dispatched" not in dispatched and not any(word.endswith("ed") for word in dispatched)
+    assert {"toilet", "dismiss", "tin"} <= set(lexicon.authors_synonyms("can"))  # nouns and verbs
+    assert "dog" in lexicon.authors_synonyms("Dog")  # only the exact word is removed, as in their code
+    assert lexicon.authors_synonyms("evidence.") == ()  # punctuation stays attached to whitespace words
+    assert {"bad", "evil"} <= set(lexicon.authors_antonyms("good"))
+
+
+def test_authors_replacement_replaces_every_occurrence():
+    # "and"/"the" are stop words and "." has no synset: "cat" is the only candidate
+    perturbed, changes = authors_replace_words("cat and cat and the cat .", 1, "synonym", stream_rng(0))
+    (change,) = changes
+    new = change["replacement"]
+    assert change["original"] == "cat" and change["words"] == [0, 2, 5]
+    assert new in lexicon.authors_synonyms("cat")
+    assert perturbed == f"{new} and {new} and the {new} ."
+    assert authors_replace_words("cat and cat and the cat .", 2, "synonym", stream_rng(0)) is None  # one candidate
+
+
+def test_authors_replacement_candidates_are_case_sensitive_non_stop_words():
+    # their stop-word check is case-sensitive: "He" is a candidate (WordNet: helium), "he" is not
+    assert authors_replace_words("he was there .", 1, "synonym", stream_rng(0)) is None
+    perturbed, (change,) = authors_replace_words("He was there .", 1, "synonym", stream_rng(0))
+    assert change["original"] == "He" and "helium" in lexicon.authors_synonyms("He")
+    assert perturbed == f"{change['replacement']} was there ."
+    perturbed, (change,) = authors_replace_words("they were dispatched", 1, "synonym", stream_rng(1))
+    assert change["original"] == "dispatched" and perturbed == f"they were {change['replacement']}"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_authors_replacement_changes_n_distinct_words(seed):
+    sentence = "Fewer than a dozen FBI agents were dispatched to secure and analyze evidence ."
+    for n in (1, 2, 3):
+        perturbed, changes = authors_replace_words(sentence, n, "synonym", stream_rng(seed, n))
+        originals = [change["original"] for change in changes]
+        assert len(set(originals)) == n and not set(originals) & lexicon.nltk_stopwords()
+        expected = {change["original"]: change["replacement"] for change in changes}
+        assert perturbed == " ".join(expected.get(word, word) for word in sentence.split())
+
+
+def test_perturbation_mode_is_part_of_the_sampling(tmp_path):
+    with pytest.raises(ValueError, match="unknown ALIGN-SIM perturbation"):
+        SamplingConfig(perturbation="paper")
+    config = SamplingConfig(seed=3, perturbation="authors", **SMALL)
+    built = build_perturbation_set("mrpc", config, {"c2", "c3"})
+    for n in (1, 2, 3):
+        items = [item for item in built.items["c2"] if item["n"] == n]
+        assert len(items) + built.skipped[f"c2/n={n}"] == 25
+        assert all(len(item["changes"]) == n and item["perturbed"] != item["original"] for item in items)
+    assert len(built.items["c3"]) + built.skipped["c3"] == 25
+    assert all(item["changes"][0]["replacement"] in lexicon.authors_antonyms(item["changes"][0]["original"])
+               for item in built.items["c3"])
+    built.save(tmp_path)
+    assert type(built).load(tmp_path, "mrpc").config == config

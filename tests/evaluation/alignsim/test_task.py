@@ -8,7 +8,7 @@ import pytest
 from alignsim_helpers import JaccardPairwise, RecordingMethod, jaccard, load_minilm
 from sklearn.metrics.pairwise import paired_cosine_distances
 
-from embedlab.evaluation import evaluate
+from embedlab.evaluation import evaluate, parse_tasks
 from embedlab.evaluation.alignsim.perturb import SamplingConfig
 from embedlab.evaluation.alignsim.task import AlignSimSetup, AlignSimTask, MethodResult
 
@@ -123,3 +123,13 @@ def test_headlines_and_settings_are_declared():
     assert AlignSimTask("mrpc").settings() == {}
     assert AlignSimTask("mrpc", setup=SETUP).settings() == {"sampling": {
         "seed": 0, "pairs_per_label": 8, "sentences": 8, "triplets": 8, "afin_pairs": 8}}
+
+
+def test_perturbation_is_a_task_option():
+    (task,) = parse_tasks("alignsim:mrpc", perturbation="authors")
+    assert task.setup.sampling.perturbation == "authors"
+    assert task.settings() == {"sampling": {"seed": 0, "pairs_per_label": 2500, "sentences": 3500, "triplets": 3500,
+                                            "afin_pairs": None, "perturbation": "authors"}}
+    assert parse_tasks("alignsim:mrpc", perturbation="ours")[0].settings() == {}  # the default adds nothing
+    with pytest.raises(ValueError, match="unknown ALIGN-SIM perturbation 'both'"):
+        parse_tasks("alignsim:mrpc", perturbation="both")
