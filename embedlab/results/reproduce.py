@@ -3,7 +3,7 @@
 Three inputs, all committed in the package so a fresh clone renders the report at once:
 
 * ``resources/paper_values/<paper>.csv`` — every paper cell we reproduce or compare with, transcribed from
-  the paper text, in the paper's own unit, with the record it is compared against (method, task, dataset,
+  the paper text as printed, with its unit (see *Units* below) and the record it is compared against (method, task, dataset,
   subset, metric), the kind of comparison (``same`` model and protocol, ``protocol`` variant, ``analogue``
   on another model, ``different-model``, ``not-reproducible``), a tolerance for ``same`` cells and the
   reason in one sentence. Paper numbers live only here, never in prose.
@@ -15,6 +15,11 @@ Three inputs, all committed in the package so a fresh clone renders the report a
 
 :func:`compare` turns a paper value and its record into a :class:`Row` with a status; :func:`render_markdown`
 and :func:`render_html` write the report (the HTML is one offline file, no script or network).
+
+Units: one vocabulary, the harness's (:data:`embedlab.evaluation.base.UNITS`, each metric's declared
+``Metric.unit``). A paper that prints a share or a correlation times 100 ("46.5" for 0.465) is transcribed
+as printed with the unit ``percent``; :data:`PRINTED_SCALES` is the one mapping from such a printed form to
+its factor, used only to compare and display. Every other unit in the files is the metric's declared one.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from embedlab.evaluation import metric_of
 from embedlab.evaluation.records import Record
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
@@ -42,7 +48,6 @@ PAPERS: dict[str, str] = {
 KINDS = ("same", "protocol", "analogue", "different-model", "not-reproducible")
 STATUSES = ("exact", "within tolerance", "outside tolerance", "other protocol", "analogue on another model",
             "different model", "not reproducible here")
-UNITS = ("fraction", "percent", "count")
 RECORD_FIELDS = ("method", "task", "dataset", "subset", "metric", "value", "n", "unit", "code_version",
                  "fingerprint", "provenance", "protocol")
 
@@ -58,7 +63,7 @@ class PaperValue:
     dataset: str
     model: str
     value: str  # as printed: its decimals say how exact the paper is
-    unit: str
+    unit: str  # the metric's declared unit, or a key of PRINTED_SCALES (that unit as the paper prints it)
     note: str
     method: str
     task: str
@@ -138,8 +143,9 @@ def paper_values(paper: str, folder: Path = PAPER_VALUES) -> list[PaperValue]:
             problems = []
             if value.kind not in KINDS:
                 problems.append(f"kind {value.kind!r}")
-            if value.unit not in UNITS:
-                problems.append(f"unit {value.unit!r}")
+            unit_problem = _unit_problem(value.unit, value.task, value.metric)
+            if unit_problem:
+                problems.append(unit_problem)
             try:
                 float(value.value)
                 _tolerance(value)
@@ -169,8 +175,9 @@ def read_records(paper: str, folder: Path = RECORDS) -> list[StoredRecord]:
             if missing:
                 raise ValueError(f"missing {', '.join(missing)}")
             record = StoredRecord(**{name: data[name] for name in RECORD_FIELDS if name in data})
-            if record.unit not in UNITS or not math.isfinite(float(record.value)):
-                raise ValueError(f"bad unit {record.unit!r} or value {record.value!r}")
+            unit_problem = _unit_problem(record.unit, record.task, record.metric)
+            if unit_problem or not math.isfinite(float(record.value)):
+                raise ValueError(f"bad {unit_problem or f'value {record.value!r}'}")
         except (ValueError, TypeError) as error:
             raise ValueError(f"{path}, line {line}: {error}") from None
         records.append(record)
@@ -197,21 +204,35 @@ def _check_paper(paper: str) -> None:
 
 # --- units and comparison -------------------------------------------------------------------------------------
 
-COUNT_METRICS = frozenset({"total", "wrong", "skipped"})
+# How papers print some numbers: a share or a correlation times 100 ("46.5" for an accuracy of 0.465, "63.7"
+# for a Spearman ρ of 0.637). A printed form, not a unit of its own: "percent" is the metric's unit × 100.
+PRINTED_SCALES: dict[str, float] = {"percent": 100.0}
+SCALED_UNITS = frozenset({"fraction", "correlation"})  # the units a paper may print scaled
 
 
-def unit_of(task: str, metric: str, value: float) -> str:
-    """The unit of a harness record in the report's vocabulary: counts, else a fraction (accuracies are
-    stored as fractions 0–1 since issue 16; records committed earlier in percent say so themselves)."""
-    return "count" if metric in COUNT_METRICS else "fraction"
+def unit_of(task: str, metric: str) -> str:
+    """The unit of a harness metric: its task's declaration (a key of :data:`~embedlab.evaluation.base.UNITS`)."""
+    return metric_of(task, metric).unit
+
+
+def _unit_problem(unit: str, task: str, metric: str) -> str | None:
+    """Why ``unit`` cannot label a number of ``task``'s ``metric`` in a committed file (None if it can)."""
+    declared = unit_of(task, metric)
+    if unit == declared or (unit in PRINTED_SCALES and declared in SCALED_UNITS):
+        return None
+    printed = f" or {' or '.join(PRINTED_SCALES)}" if declared in SCALED_UNITS else ""
+    return f"unit {unit!r} ({task} {metric} is declared {declared!r}{printed})"
 
 
 def convert(value: float, unit: str, to_unit: str) -> float:
-    """``value`` from ``unit`` into ``to_unit`` (fraction ↔ percent; counts stay counts)."""
+    """``value`` from ``unit`` into ``to_unit``: the same unit, or a scaled unit to or from how a paper prints
+    it (:data:`PRINTED_SCALES`); anything else (a count as a percentage) is refused."""
     if unit == to_unit:
         return value
-    if {unit, to_unit} == {"fraction", "percent"}:
-        return value * 100 if to_unit == "percent" else value / 100
+    if to_unit in PRINTED_SCALES and unit in SCALED_UNITS:
+        return value * PRINTED_SCALES[to_unit]
+    if unit in PRINTED_SCALES and to_unit in SCALED_UNITS:
+        return value / PRINTED_SCALES[unit]
     raise ValueError(f"cannot convert {unit} to {to_unit}")
 
 
@@ -464,7 +485,7 @@ def plans(paper: str, *, expensive: bool = False, methods: Sequence[str] = ()) -
 def stored_from(record: Record, *, fingerprint: str, code_version: str, provenance: str, protocol: str = "") -> StoredRecord:
     """A harness record as a committed record."""
     return StoredRecord(record.method, record.task, record.dataset, record.subset, record.metric, float(record.value),
-                        int(record.n), unit_of(record.task, record.metric, float(record.value)), code_version,
+                        int(record.n), unit_of(record.task, record.metric), code_version,
                         fingerprint, provenance, protocol)
 
 
@@ -478,8 +499,8 @@ def recompute(paper: str, *, expensive: bool = False, methods: Sequence[str] = (
     """Re-run ``paper``'s plans through the harness and rewrite its records file.
 
     Records the plans do not produce (skipped expensive plans, values taken from documents) are kept
-    as they are, and a recomputed record whose number did not change keeps its line, so the rewritten
-    file differs only where a recomputed number differs.
+    as they are while a paper value asks for them, and a recomputed record whose number did not change
+    keeps its line, so the rewritten file differs only where a recomputed number differs.
     """
     from embedlab.evaluation import evaluate, parse_tasks
     from embedlab.methods.registry import load
@@ -508,8 +529,9 @@ def recompute(paper: str, *, expensive: bool = False, methods: Sequence[str] = (
     previous = {record.key: record for record in read_records(paper, records_folder)}
     for key, record in list(fresh.items()):
         old = previous.get(key)
-        if old is not None and old.recomputed and old.n == record.n and math.isclose(old.value, record.value, rel_tol=1e-12, abs_tol=1e-15):
+        if (old is not None and old.recomputed and old.n == record.n and old.unit == record.unit
+                and math.isclose(old.value, record.value, rel_tol=1e-12, abs_tol=1e-15)):
             fresh[key] = old  # the same number: keep the line (and the code version that first produced it)
-    kept = [record for key, record in previous.items() if key not in fresh]
+    kept = [record for key, record in previous.items() if key not in fresh and key in wanted]  # no paper value asks for the others
     write_records(paper, [*kept, *fresh.values()], records_folder)
     return read_records(paper, records_folder)
