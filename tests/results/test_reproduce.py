@@ -185,3 +185,23 @@ def test_plans_filter_by_method_and_cost():
     assert chosen == [] and [plan.specs for plan in skipped] == [reproduce._APPENDIX_G]
     chosen, _ = reproduce.plans("neural", expensive=True, methods=[appendix_g])
     assert [plan.specs for plan in chosen] == [(appendix_g,)]
+
+
+def test_table_4_summeval_shows_both_protocols_the_cut_one_by_the_truncate_option():
+    """The paper's MiniLM SummEval row is the sentence-transformers protocol (articles cut at 256 tokens):
+    its cells are compared with `minilm:truncate=256`, and the whole-article pooling beside them as another
+    protocol, each record stating its protocol; the cut reproduces consistency and fluency (0.087 / 0.064)."""
+    rows = [row for row in report_rows("neural") if row.paper_value.table == "Table 4" and row.paper_value.task == "correlations"
+            and row.paper_value.our_dataset == "summeval" and row.paper_value.row == "all-MiniLM-L6-v2"]
+    cut = [row for row in rows if row.paper_value.kind == "same"]
+    whole = [row for row in rows if row.paper_value.kind == "protocol"]
+    assert len(cut) == len(whole) == 12
+    assert {row.paper_value.method for row in cut} == {"minilm:truncate=256"} and {row.paper_value.method for row in whole} == {"minilm"}
+    assert all(row.record is not None and row.record.recomputed for row in rows)
+    assert all("truncate=256" in row.record.protocol for row in cut) and all("whole" in row.record.protocol for row in whole)
+    by_cell = {(row.paper_value.dataset, row.paper_value.metric, row.paper_value.kind): row for row in rows}
+    assert by_cell[("summeval fluency", "kendall_c", "same")].status == "exact"
+    assert by_cell[("summeval consistency", "kendall_c", "same")].status == "within tolerance"
+    assert by_cell[("summeval consistency", "kendall_c", "protocol")].ours < 0.075  # whole articles: 0.069, not the paper's
+    chosen, _ = reproduce.plans("neural", methods=["minilm:truncate=256"])
+    assert [(plan.specs, plan.tasks) for plan in chosen] == [(("minilm:truncate=256",), "correlations:summeval")]
