@@ -471,16 +471,20 @@ RECOMPUTE_PLANS: dict[str, tuple[RecomputePlan, ...]] = {
 }
 
 
-def plans(paper: str, *, expensive: bool = False, methods: Sequence[str] = ()) -> tuple[list[RecomputePlan], list[RecomputePlan]]:
+def plans(paper: str, *, expensive: bool = False, methods: Sequence[str] = (),
+          tasks: Sequence[str] = ()) -> tuple[list[RecomputePlan], list[RecomputePlan]]:
     """(plans to run, plans skipped as too expensive) for ``paper``; ``methods`` keeps only the plans that
-    name one of these specs (a subset of a long recompute, e.g. one Appendix G row)."""
+    name one of these specs, ``tasks`` only those that run one of these ``family:dataset`` tasks (a subset
+    of a long recompute, e.g. one Appendix G row, or one dataset's Eq. 3 intersections)."""
     _check_paper(paper)
-    wanted = [plan for plan in RECOMPUTE_PLANS[paper] if not methods or set(methods) & set(plan.specs)]
+    wanted = [plan for plan in RECOMPUTE_PLANS[paper] if (not methods or set(methods) & set(plan.specs))
+              and (not tasks or set(tasks) & set(plan.tasks.split(",")))]
     chosen = [plan for plan in wanted if expensive or not plan.expensive]
     skipped = [plan for plan in wanted if plan not in chosen]
-    if methods:  # run only the asked-for specs of the chosen plans
-        chosen = [RecomputePlan(tuple(spec for spec in plan.specs if spec in methods), plan.tasks, plan.expensive, plan.cost,
-                                plan.intersections_with, plan.protocol) for plan in chosen]
+    if methods or tasks:  # run only the asked-for specs and tasks of the chosen plans
+        chosen = [RecomputePlan(tuple(spec for spec in plan.specs if not methods or spec in methods),
+                                ",".join(task for task in plan.tasks.split(",") if not tasks or task in tasks),
+                                plan.expensive, plan.cost, plan.intersections_with, plan.protocol) for plan in chosen]
     return chosen, skipped
 
 
@@ -496,7 +500,7 @@ def needed_keys(paper: str) -> set[tuple[str, str, str, str, str]]:
     return {value.key for value in paper_values(paper)}
 
 
-def recompute(paper: str, *, expensive: bool = False, methods: Sequence[str] = (), db=None,
+def recompute(paper: str, *, expensive: bool = False, methods: Sequence[str] = (), tasks: Sequence[str] = (), db=None,
               log: Callable[[str], None] = print, records_folder: Path = RECORDS) -> list[StoredRecord]:
     """Re-run ``paper``'s plans through the harness and rewrite its records file.
 
@@ -508,7 +512,7 @@ def recompute(paper: str, *, expensive: bool = False, methods: Sequence[str] = (
     from embedlab.methods.registry import load
     from embedlab.results.database import code_version
 
-    chosen, skipped = plans(paper, expensive=expensive, methods=methods)
+    chosen, skipped = plans(paper, expensive=expensive, methods=methods, tasks=tasks)
     for plan in skipped:
         log(f"skipped (too expensive by default, --expensive runs it): {', '.join(plan.specs)} on {plan.tasks} — {plan.cost}")
     wanted = needed_keys(paper)

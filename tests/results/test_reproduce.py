@@ -205,3 +205,15 @@ def test_table_4_summeval_shows_both_protocols_the_cut_one_by_the_truncate_optio
     assert by_cell[("summeval consistency", "kendall_c", "protocol")].ours < 0.075  # whole articles: 0.069, not the paper's
     chosen, _ = reproduce.plans("neural", methods=["minilm:truncate=256"])
     assert [(plan.specs, plan.tasks) for plan in chosen] == [(("minilm:truncate=256",), "correlations:summeval")]
+
+
+def test_plans_filter_by_task_too():
+    """``--task`` narrows a recompute to one dataset of the plans that run it (e.g. the Eq. 3 intersection on
+    summ-r, without the other SummEval sets' micro-tuning)."""
+    chosen, skipped = reproduce.plans("neural", methods=["st:minilm"], tasks=["triplets:summ-r"])
+    assert [(plan.specs, plan.tasks, plan.intersections_with) for plan in chosen] == [(("st:minilm",), "triplets:summ-r", None)]
+    assert [plan.intersections_with for plan in skipped] == [reproduce._CANDIDATES]
+    chosen, skipped = reproduce.plans("neural", expensive=True, methods=["st:minilm"], tasks=["triplets:summ-r", "triplets:text-summ-r"])
+    assert skipped == [] and [plan.tasks for plan in chosen] == ["triplets:summ-r,triplets:text-summ-r"] * 2
+    assert chosen[1].intersections_with == reproduce._CANDIDATES
+    assert reproduce.plans("neural", tasks=["clustering:tweet"]) == ([], [])
