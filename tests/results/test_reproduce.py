@@ -217,3 +217,18 @@ def test_plans_filter_by_task_too():
     assert skipped == [] and [plan.tasks for plan in chosen] == ["triplets:summ-r,triplets:text-summ-r"] * 2
     assert chosen[1].intersections_with == reproduce._CANDIDATES
     assert reproduce.plans("neural", tasks=["clustering:tweet"]) == ([], [])
+
+
+def test_eq3_intersections_agree_with_the_broken_triplet_counts():
+    """Each committed Eq. 3 record of st:minilm (``vs`` the candidate-set neural embedding) has I in [0, 1] and
+    n = |T_st ∩ T_neural|, so n / I = min(|T_st|, |T_neural|) can be no more than |T_st|, st:minilm's own
+    committed count of broken triplets on the same set; the summ datasets have theirs beside sts."""
+    records = {record.key: record for record in read_records("neural")}
+    intersections = [record for record in records.values()
+                     if record.method == "st:minilm" and record.metric == "intersection"]
+    assert {"sts", "summ-r"} <= {record.dataset for record in intersections}
+    for record in intersections:
+        assert record.subset == f"vs {reproduce._CANDIDATES}" and record.unit == "fraction" and record.recomputed
+        wrong = records[("st:minilm", "triplets", record.dataset, "all", "wrong")].value
+        assert 0 < record.value <= 1 and record.n <= wrong
+        assert record.n / record.value <= wrong + 0.5
