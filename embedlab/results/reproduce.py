@@ -439,7 +439,7 @@ RECOMPUTE_PLANS: dict[str, tuple[RecomputePlan, ...]] = {
         RecomputePlan(("st:minilm",), "triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g", expensive=True,
                       intersections_with=_CANDIDATES,
                       cost="micro-tunes SummEval's 2,746 distinct texts with the candidate-set softmax, one thread on 2 loaded cores: "
-                           "the 1,100 references ≈ 37 min, the 100 articles ≈ 48 min, the 1,546 generated summaries ≈ 50 min "
+                           "the 1,100 references ≈ 37 min, the 100 articles ≈ 48 min, the 1,546 generated summaries ≈ 40 min "
                            "(--task triplets:summ-r etc. runs one set)",
                       protocol="Eq. 3 against " + _CANDIDATES),
         RecomputePlan(("neural:minilm",), _NEURAL_TASKS + ",triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g",
