@@ -17,6 +17,8 @@ from embedlab.spec import ConcatSpec, MethodSpec, SpecError
         "st:minilm",
         "minilm:post=zscore+whiten@ref+normalize",
         "st:minilm+minilm:layers=1+last",
+        "minilm:post=normalize,truncate=256",
+        "bert+avg:minilm,truncate=128",
     ],
 )
 def test_canonical_specs_round_trip(text):
@@ -35,6 +37,8 @@ def test_values_are_canonicalised():
     assert str(parse_spec("minilm:filter=subword+punct+frequent")) == "minilm:filter=biases"
     assert str(parse_spec("minilm:filter=subword+punct")) == "minilm:filter=punct+subword"
     assert str(parse_spec("bert+avg:minilm,w=.5")) == "bert+avg:minilm"
+    assert str(parse_spec("minilm:truncate=none")) == "minilm"  # the default: long texts are chunked, not cut
+    assert str(parse_spec("minilm:truncate=0256")) == "minilm:truncate=256"
     assert parse_spec("bert+avg:minilm,w=-1").get("w") == "-1.0"
 
 
@@ -62,6 +66,9 @@ def test_concatenation_splits_only_between_methods():
         ("minilm:post=zscore@wiki", "'@ref'"),
         ("minilm:post=abtt-0", "unknown post-processing step"),
         ("minilm:filter=stop", "biases"),
+        ("minilm:truncate=0", "truncate='0': must be at least 1"),
+        ("minilm:truncate=first", "truncate='first': must be a whole number"),
+        ("random:minilm,truncate=256", "valid options"),
         ("random:minilm,layers=1", "valid options"),
         ("minilm:pool", "expected key=value"),
         ("minilm:pool=mean,pool=max", "given twice"),

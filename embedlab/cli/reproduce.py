@@ -27,7 +27,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
         db = ResultsDB(args.db) if args.db else None
         for paper in papers:
-            recompute(paper, expensive=args.expensive, methods=args.method or (), db=db,
+            recompute(paper, expensive=args.expensive, methods=args.method or (), tasks=args.task or (), db=db,
                       log=lambda message: print(message, file=sys.stderr, flush=True))
     markdown, page = write_report(papers, Path(args.out), command=command)
     print(f"wrote {markdown} and {page}")
@@ -45,6 +45,8 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--expensive", action="store_true", help="with --recompute: also the plans that take hours")
     parser.add_argument("--method", action="append", metavar="SPEC",
                         help="with --recompute: only this method spec's plans (repeatable), e.g. one Appendix G row")
+    parser.add_argument("--task", action="append", metavar="FAMILY:DATASET",
+                        help="with --recompute: only the plans' runs of this task (repeatable), e.g. triplets:summ-r")
     parser.add_argument("--db", help="with --recompute: results database to reuse and fill (default: none, recompute all)")
     parser.add_argument("--out", default="reproduce", help="folder for report.md and report.html (default: ./reproduce)")
     parser.set_defaults(handler=_cmd_reproduce)

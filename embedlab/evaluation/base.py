@@ -90,7 +90,8 @@ class NotApplicableError(ValueError):
 
 # The one unit convention: every metric is stored as its scorer reports it, in one of these units. Shares
 # (accuracies, error rates, pass rates) are fractions 0–1, never percentages, so classification accuracy
-# and clustering accuracy read alike; papers that print percentages are divided by 100 to compare.
+# and clustering accuracy read alike; papers that print percentages are divided by 100 to compare (the
+# reproduction report's one mapping of printed forms: embedlab.results.reproduce.PRINTED_SCALES).
 UNITS: dict[str, str] = {
     "fraction": "a share from 0 to 1 (accuracy, error rate, pass rate; 0.8920 = 89.20 %)",
     "correlation": "a correlation coefficient from −1 to 1",

@@ -33,6 +33,7 @@ from embedlab.pooling.sources import AvgTokens, ContextualTokens, MixedTokens, R
 from embedlab.pooling.weights import FILTERS, excluded_vocabulary
 from embedlab.runtime import ArrayStore, atomic_write_bytes, cache_key
 from embedlab.spec import POOLED, MethodSpec, Option, finite_number, whole_number
+from embedlab.tokens.states import check_max_tokens
 from embedlab.tokens.templates import TEMPLATES, get_template
 
 # ·^W post-processing is fitted on this many WikiText-2 train sentences (a seeded sample).
@@ -69,6 +70,18 @@ SEED_OPTION = Option("0", help="seed of the random token vectors", validate=whol
 STD_OPTION = Option("0.1", help="standard deviation of the random token vectors", validate=finite_number(positive=True))
 
 
+def _validate_truncate(value: str) -> str:
+    return value if value == "none" else whole_number(1)(value)
+
+
+# Long texts are split into sentence-packed chunks and every token pooled (the papers' protocol). A cut is
+# only ever asked for by name: `truncate=256` keeps each text's first 256 input tokens, special tokens
+# included, as sentence-transformers' max_seq_length does (the neural paper's SummEval row, Table 4).
+TRUNCATE_OPTION = Option("none", help="cut each text to its first N model-input tokens, special tokens included "
+                         "(sentence-transformers' max_seq_length); none: long texts are chunked by sentences, nothing is cut",
+                         validate=_validate_truncate)
+
+
 def _validate_dim(value: str) -> str:
     return value if value == "model" else whole_number(1)(value)
 
@@ -89,7 +102,7 @@ POST_OPTION = Option("none", help="post-processing chain, '+'-joined: zscore, qu
 
 # Each family's options in the order its canonical specs list them (the order is part of every stored spec).
 POOLED_OPTIONS = {"layers": LAYERS_OPTION, "pool": POOL_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
-                  "special": SPECIAL_OPTION, "post": POST_OPTION, "template": TEMPLATE_OPTION}
+                  "special": SPECIAL_OPTION, "post": POST_OPTION, "template": TEMPLATE_OPTION, "truncate": TRUNCATE_OPTION}
 RANDOM_OPTIONS = {"seed": SEED_OPTION, "std": STD_OPTION, "dim": DIM_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
                   "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION}
 AVG_OPTIONS = {"layers": LAYERS_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
@@ -104,7 +117,10 @@ def _layers(model: LoadedModel, spec: MethodSpec) -> tuple[int, ...]:
 
 
 def _contextual_tokens(model: LoadedModel, spec: MethodSpec) -> ContextualTokens:
-    return ContextualTokens(model, _layers(model, spec), get_template(spec.get("template")))
+    truncate = spec.get("truncate")
+    max_tokens = None if truncate == "none" else int(truncate)
+    check_max_tokens(model, max_tokens)  # truncate=600 on a 256-token model fails when the method is built
+    return ContextualTokens(model, _layers(model, spec), get_template(spec.get("template")), max_tokens)
 
 
 TOKEN_SOURCES: dict[str, Callable[[LoadedModel, MethodSpec], TokenSource]] = {

@@ -131,15 +131,17 @@ def tokenized_texts(model: LoadedModel, texts: Sequence[str]) -> FlatTokens:
 @dataclass(frozen=True, eq=False)
 class ContextualTokens:
     """Token states of ``model`` (cached per text and layer, only ``layers`` kept), averaged over ``layers``,
-    with an optional prompt template."""
+    with an optional prompt template; ``max_tokens`` cuts each text to its first ``max_tokens`` input tokens
+    (special tokens included) instead of chunking a long text."""
 
     model: LoadedModel
     layers: tuple[int, ...]
     template: Template | None = None
+    max_tokens: int | None = None
 
     def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
         states = store_for(self.model).compute(texts, template=self.template, batch_size=batch_size,
-                                               show_progress_bar=show_progress_bar, layers=self.layers)
+                                               show_progress_bar=show_progress_bar, layers=self.layers, max_tokens=self.max_tokens)
         layout = layout_of(states)
         return layout.flat(special_token_ids(self.model)), layout.matrix(self.layers)
 

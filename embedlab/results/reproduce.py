@@ -3,7 +3,7 @@
 Three inputs, all committed in the package so a fresh clone renders the report at once:
 
 * ``resources/paper_values/<paper>.csv`` — every paper cell we reproduce or compare with, transcribed from
-  the paper text, in the paper's own unit, with the record it is compared against (method, task, dataset,
+  the paper text as printed, with its unit (see *Units* below) and the record it is compared against (method, task, dataset,
   subset, metric), the kind of comparison (``same`` model and protocol, ``protocol`` variant, ``analogue``
   on another model, ``different-model``, ``not-reproducible``), a tolerance for ``same`` cells and the
   reason in one sentence. Paper numbers live only here, never in prose.
@@ -15,6 +15,11 @@ Three inputs, all committed in the package so a fresh clone renders the report a
 
 :func:`compare` turns a paper value and its record into a :class:`Row` with a status; :func:`render_markdown`
 and :func:`render_html` write the report (the HTML is one offline file, no script or network).
+
+Units: one vocabulary, the harness's (:data:`embedlab.evaluation.base.UNITS`, each metric's declared
+``Metric.unit``). A paper that prints a share or a correlation times 100 ("46.5" for 0.465) is transcribed
+as printed with the unit ``percent``; :data:`PRINTED_SCALES` is the one mapping from such a printed form to
+its factor, used only to compare and display. Every other unit in the files is the metric's declared one.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
+from embedlab.evaluation import metric_of
 from embedlab.evaluation.records import Record
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
@@ -42,7 +48,6 @@ PAPERS: dict[str, str] = {
 KINDS = ("same", "protocol", "analogue", "different-model", "not-reproducible")
 STATUSES = ("exact", "within tolerance", "outside tolerance", "other protocol", "analogue on another model",
             "different model", "not reproducible here")
-UNITS = ("fraction", "percent", "count")
 RECORD_FIELDS = ("method", "task", "dataset", "subset", "metric", "value", "n", "unit", "code_version",
                  "fingerprint", "provenance", "protocol")
 
@@ -58,7 +63,7 @@ class PaperValue:
     dataset: str
     model: str
     value: str  # as printed: its decimals say how exact the paper is
-    unit: str
+    unit: str  # the metric's declared unit, or a key of PRINTED_SCALES (that unit as the paper prints it)
     note: str
     method: str
     task: str
@@ -141,8 +146,9 @@ def paper_values(paper: str, folder: Path = PAPER_VALUES) -> list[PaperValue]:
             problems = []
             if value.kind not in KINDS:
                 problems.append(f"kind {value.kind!r}")
-            if value.unit not in UNITS:
-                problems.append(f"unit {value.unit!r}")
+            unit_problem = _unit_problem(value.unit, value.task, value.metric)
+            if unit_problem:
+                problems.append(unit_problem)
             try:
                 float(value.value)
                 _tolerance(value)
@@ -172,8 +178,9 @@ def read_records(paper: str, folder: Path = RECORDS) -> list[StoredRecord]:
             if missing:
                 raise ValueError(f"missing {', '.join(missing)}")
             record = StoredRecord(**{name: data[name] for name in RECORD_FIELDS if name in data})
-            if record.unit not in UNITS or not math.isfinite(float(record.value)):
-                raise ValueError(f"bad unit {record.unit!r} or value {record.value!r}")
+            unit_problem = _unit_problem(record.unit, record.task, record.metric)
+            if unit_problem or not math.isfinite(float(record.value)):
+                raise ValueError(f"bad {unit_problem or f'value {record.value!r}'}")
         except (ValueError, TypeError) as error:
             raise ValueError(f"{path}, line {line}: {error}") from None
         records.append(record)
@@ -200,21 +207,36 @@ def _check_paper(paper: str) -> None:
 
 # --- units and comparison -------------------------------------------------------------------------------------
 
-COUNT_METRICS = frozenset({"total", "wrong", "skipped"})
+# How papers print some numbers: a share or a correlation times 100 ("46.5" for an accuracy of 0.465, "63.7"
+# for a Spearman ρ of 0.637). A printed form, not a unit of its own: "percent" is the metric's unit × 100.
+PRINTED_SCALES: dict[str, float] = {"percent": 100.0}
+SCALED_UNITS = frozenset({"fraction", "correlation"})  # the units a paper may print scaled
 
 
-def unit_of(task: str, metric: str, value: float) -> str:
-    """The unit of a harness record in the report's vocabulary: counts, else a fraction (accuracies are
-    stored as fractions 0–1 since issue 16; records committed earlier in percent say so themselves)."""
-    return "count" if metric in COUNT_METRICS else "fraction"
+def unit_of(task: str, metric: str) -> str:
+    """The unit of a harness metric: its task's declaration (a key of :data:`~embedlab.evaluation.base.UNITS`).
+    A name that carries its ε grid after ``@`` (Table 3's fitted grid) has its base metric's unit."""
+    return metric_of(task, metric.split("@")[0]).unit
+
+
+def _unit_problem(unit: str, task: str, metric: str) -> str | None:
+    """Why ``unit`` cannot label a number of ``task``'s ``metric`` in a committed file (None if it can)."""
+    declared = unit_of(task, metric)
+    if unit == declared or (unit in PRINTED_SCALES and declared in SCALED_UNITS):
+        return None
+    printed = f" or {' or '.join(PRINTED_SCALES)}" if declared in SCALED_UNITS else ""
+    return f"unit {unit!r} ({task} {metric} is declared {declared!r}{printed})"
 
 
 def convert(value: float, unit: str, to_unit: str) -> float:
-    """``value`` from ``unit`` into ``to_unit`` (fraction ↔ percent; counts stay counts)."""
+    """``value`` from ``unit`` into ``to_unit``: the same unit, or a scaled unit to or from how a paper prints
+    it (:data:`PRINTED_SCALES`); anything else (a count as a percentage) is refused."""
     if unit == to_unit:
         return value
-    if {unit, to_unit} == {"fraction", "percent"}:
-        return value * 100 if to_unit == "percent" else value / 100
+    if to_unit in PRINTED_SCALES and unit in SCALED_UNITS:
+        return value * PRINTED_SCALES[to_unit]
+    if unit in PRINTED_SCALES and to_unit in SCALED_UNITS:
+        return value / PRINTED_SCALES[unit]
     raise ValueError(f"cannot convert {unit} to {to_unit}")
 
 
@@ -392,7 +414,8 @@ def write_report(papers: Sequence[str], out: Path, *, command: str, values_folde
 # --- recomputing --------------------------------------------------------------------------------------------------
 
 _PAIRWISE_TASKS = "triplets:sts,triplets:mrpc,triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g"
-_SUMMEVAL_256 = "sentence-transformers pipeline: inputs cut at 256 tokens (SummEval articles are cut)"
+_SUMMEVAL_256 = "truncate=256: each input cut to its first 256 tokens, sentence-transformers' max_seq_length (SummEval articles are cut)"
+_ST_PIPELINE = "sentence-transformers pipeline: inputs cut at 256 tokens (SummEval articles are cut)"
 _SUMMEVAL_WHOLE = "embedlab pooling: long texts chunked by sentences, every token pooled (SummEval articles whole)"
 _CANDIDATES = "neural:minilm,softmax=candidates"  # K = 256: ≈ 4× cheaper than exact, cosine to exact ≥ 0.995
 _NEURAL_TASKS = "correlations:stsb,triplets:sts,pairs:sts,triplets:mrpc,pairs:mrpc,correlations:summeval"
@@ -412,15 +435,19 @@ _ALIGNSIM_C1 = "criterion 1 (and α) at 2,500 pairs per label (MRPC: all 2,474 /
 
 RECOMPUTE_PLANS: dict[str, tuple[RecomputePlan, ...]] = {
     "neural": (
-        RecomputePlan(("st:minilm",), "correlations:stsb,pairs:sts,pairs:mrpc,correlations:summeval," + _PAIRWISE_TASKS,
-                      cost="≈ 10 min on 2 CPU cores", protocol=_SUMMEVAL_256),
+        RecomputePlan(("st:minilm",), "correlations:stsb,pairs:sts,pairs:mrpc," + _PAIRWISE_TASKS,
+                      cost="≈ 10 min on 2 CPU cores", protocol=_ST_PIPELINE),
+        RecomputePlan(("minilm:truncate=256",), "correlations:summeval", cost="≈ 2 min", protocol=_SUMMEVAL_256),
         RecomputePlan(("minilm",), "correlations:summeval", cost="≈ 2 min", protocol=_SUMMEVAL_WHOLE),
         RecomputePlan(("st:minilm",), "triplets:sts", intersections_with=_CANDIDATES,
                       cost="≈ 2 min: 643 sentences micro-tuned with the candidate-set softmax", protocol="Eq. 3 against " + _CANDIDATES),
         RecomputePlan((_CANDIDATES + "+minilm",), "triplets:sts,pairs:sts,correlations:stsb", intersections_with=_CANDIDATES,
                       cost="≈ 5 min: STS-B test micro-tuned with the candidate-set softmax", protocol="Appendix H analogue: neural + pooled MiniLM"),
         RecomputePlan(("st:minilm",), "triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g", expensive=True,
-                      intersections_with=_CANDIDATES, cost="micro-tunes SummEval's 1,646 texts (≈ 157,000 tokens)",
+                      intersections_with=_CANDIDATES,
+                      cost="micro-tunes SummEval's 2,746 distinct texts with the candidate-set softmax, one thread on 2 loaded cores: "
+                           "the 1,100 references ≈ 37 min, the 100 articles ≈ 48 min, the 1,546 generated summaries ≈ 40 min "
+                           "(--task triplets:summ-r etc. runs one set)",
                       protocol="Eq. 3 against " + _CANDIDATES),
         RecomputePlan(("neural:minilm",), _NEURAL_TASKS + ",triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g",
                       expensive=True, cost="≈ 3 h per 10-epoch spec at 0.031 s a token (docs/neural.md)"),
@@ -504,22 +531,26 @@ def alignsim_epsilon_records(methods: Sequence, tasks: Sequence, fingerprints: d
     return records
 
 
-def plans(paper: str, *, expensive: bool = False, methods: Sequence[str] = ()) -> tuple[list[RecomputePlan], list[RecomputePlan]]:
+def plans(paper: str, *, expensive: bool = False, methods: Sequence[str] = (),
+          tasks: Sequence[str] = ()) -> tuple[list[RecomputePlan], list[RecomputePlan]]:
     """(plans to run, plans skipped as too expensive) for ``paper``; ``methods`` keeps only the plans that
-    name one of these specs (a subset of a long recompute, e.g. one Appendix G row)."""
+    name one of these specs, ``tasks`` only those that run one of these ``family:dataset`` tasks (a subset
+    of a long recompute, e.g. one Appendix G row, or one dataset's Eq. 3 intersections)."""
     _check_paper(paper)
-    wanted = [plan for plan in RECOMPUTE_PLANS[paper] if not methods or set(methods) & set(plan.specs)]
+    wanted = [plan for plan in RECOMPUTE_PLANS[paper] if (not methods or set(methods) & set(plan.specs))
+              and (not tasks or set(tasks) & set(plan.tasks.split(",")))]
     chosen = [plan for plan in wanted if expensive or not plan.expensive]
     skipped = [plan for plan in wanted if plan not in chosen]
-    if methods:  # run only the asked-for specs of the chosen plans
-        chosen = [replace(plan, specs=tuple(spec for spec in plan.specs if spec in methods)) for plan in chosen]
+    if methods or tasks:  # run only the asked-for specs and tasks of the chosen plans
+        chosen = [replace(plan, specs=tuple(spec for spec in plan.specs if not methods or spec in methods),
+                          tasks=",".join(task for task in plan.tasks.split(",") if not tasks or task in tasks)) for plan in chosen]
     return chosen, skipped
 
 
 def stored_from(record: Record, *, fingerprint: str, code_version: str, provenance: str, protocol: str = "") -> StoredRecord:
     """A harness record as a committed record."""
     return StoredRecord(record.method, record.task, record.dataset, record.subset, record.metric, float(record.value),
-                        int(record.n), unit_of(record.task, record.metric, float(record.value)), code_version,
+                        int(record.n), unit_of(record.task, record.metric), code_version,
                         fingerprint, provenance, protocol)
 
 
@@ -528,15 +559,15 @@ def needed_keys(paper: str) -> set[tuple[str, str, str, str, str]]:
     return {value.key for value in paper_values(paper)}
 
 
-def recompute(paper: str, *, expensive: bool = False, methods: Sequence[str] = (), db=None,
+def recompute(paper: str, *, expensive: bool = False, methods: Sequence[str] = (), tasks: Sequence[str] = (), db=None,
               log: Callable[[str], None] = print, records_folder: Path = RECORDS) -> list[StoredRecord]:
     """Re-run ``paper``'s plans through the harness and rewrite its records file.
 
     Records the plans do not produce (skipped expensive plans, values taken from documents) are kept
-    as they are, and a recomputed record whose number did not change keeps its line, so the rewritten
-    file differs only where a recomputed number differs.
+    as they are while a paper value asks for them, and a recomputed record whose number did not change
+    keeps its line, so the rewritten file differs only where a recomputed number differs.
     """
-    chosen, skipped = plans(paper, expensive=expensive, methods=methods)
+    chosen, skipped = plans(paper, expensive=expensive, methods=methods, tasks=tasks)
     for plan in skipped:
         log(f"skipped (too expensive by default, --expensive runs it): {', '.join(plan.specs)} on {plan.tasks} — {plan.cost}")
     provenance = f"recomputed: embedlab reproduce --recompute --paper {paper}" + (" --expensive" if expensive else "")
@@ -577,12 +608,14 @@ def store_recomputed(paper: str, fresh: dict[tuple, StoredRecord], records_folde
     """Merge freshly computed records into ``paper``'s records file and return them all.
 
     A recomputed record whose number did not change keeps its line (and the code version that first produced
-    it); records not recomputed now are kept as they are."""
+    it); records not recomputed now are kept as they are while a paper value asks for them."""
     previous = {record.key: record for record in read_records(paper, records_folder)}
+    wanted = needed_keys(paper)
     for key, record in list(fresh.items()):
         old = previous.get(key)
-        if old is not None and old.recomputed and old.n == record.n and math.isclose(old.value, record.value, rel_tol=1e-12, abs_tol=1e-15):
+        if (old is not None and old.recomputed and old.n == record.n and old.unit == record.unit
+                and math.isclose(old.value, record.value, rel_tol=1e-12, abs_tol=1e-15)):
             fresh[key] = old  # the same number: keep the line (and the code version that first produced it)
-    kept = [record for key, record in previous.items() if key not in fresh]
+    kept = [record for key, record in previous.items() if key not in fresh and key in wanted]  # no paper value asks for the others
     write_records(paper, [*kept, *fresh.values()], records_folder)
     return read_records(paper, records_folder)

@@ -3,7 +3,9 @@
 Layers follow the pooling paper (§3.1): -1 = static token embeddings (the word-embedding lookup),
 0 = the embedding output, 1…L = the transformer blocks. A text longer than the model's input is split
 into sentence-packed chunks (neural-embeddings paper, Appendix A); each chunk is run with its own
-special tokens and the chunks' token states are concatenated, so nothing is truncated.
+special tokens and the chunks' token states are concatenated, so nothing is truncated unless the caller
+asks for it: ``max_tokens=N`` keeps each text's first N model-input tokens (special tokens included),
+what sentence-transformers' ``max_seq_length`` does (the pooled option ``truncate=N``).
 
 The model computes every layer in one run, but a pooling spec reads one or two of them, so what is
 kept follows the request: :meth:`TokenStateStore.compute` returns, holds in memory and writes to disk
@@ -211,9 +213,12 @@ class TokenStateStore:
         return tuple(range(-1, self.model.num_layers + 1))
 
     # -- keys and cache -------------------------------------------------------------------------
-    def key(self, text: str, template: Template | None, layer: int) -> str:
+    def key(self, text: str, template: Template | None, layer: int, max_tokens: int | None = None) -> str:
+        pieces = (CACHE_FORMAT, self.model.fingerprint, template.text if template else "", str(layer), text)
+        if max_tokens is not None:  # a cut text's states differ from the whole text's (attention sees less)
+            pieces += (f"first {max_tokens} tokens",)
         digest = hashlib.sha256()
-        for piece in (CACHE_FORMAT, self.model.fingerprint, template.text if template else "", str(layer), text):
+        for piece in pieces:
             digest.update(piece.encode("utf-8"))
             digest.update(b"\x00")
         return digest.hexdigest()
@@ -259,15 +264,20 @@ class TokenStateStore:
         # verbose=False: long texts are chunked below, so the tokenizer's length warning does not apply
         return list(self.model.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
 
-    def _sequences(self, text_index: int, text: str, token_ids: list[int], template: Template | None) -> list[_Sequence]:
-        """The model inputs of one text: one sequence, or one per sentence-packed chunk."""
+    def _sequences(self, text_index: int, text: str, token_ids: list[int], template: Template | None,
+                   max_tokens: int | None = None) -> list[_Sequence]:
+        """The model inputs of one text: one sequence, one per sentence-packed chunk, or (``max_tokens``) the
+        text cut to the sequence whose input, special tokens and template included, is ``max_tokens`` long."""
         prefix, suffix, suffix_masks = template.token_pieces(self.model.tokenizer) if template is not None else ([], [], [])
         frame_before, frame_after = self.model.special_frame
-        budget = self.model.max_length - len(frame_before) - len(frame_after) - len(prefix) - len(suffix)
+        limit = self.model.max_length if max_tokens is None else max_tokens
+        budget = limit - len(frame_before) - len(frame_after) - len(prefix) - len(suffix)
         if budget < 1:
-            raise ValueError(f"template {template.name if template else ''} leaves no room for text in {self.model.max_length} tokens")
+            raise ValueError(f"template {template.name if template else ''} leaves no room for text in {limit} tokens")
         if len(token_ids) <= budget:
             chunks = [token_ids]
+        elif max_tokens is not None:
+            chunks = [token_ids[:budget]]
         else:
             chunks = chunk_token_ids(text, self._tokenize, budget)
         sequences = []
@@ -285,9 +295,10 @@ class TokenStateStore:
         batch_size: int = 32,
         show_progress_bar: bool | None = None,
         layers: Sequence[int] | None = None,
+        max_tokens: int | None = None,
     ) -> list[TokenStates]:
         """Token states of ``layers`` (default: every layer) for every text, from the caches where
-        present, else from the model.
+        present, else from the model; ``max_tokens`` cuts each text to its first ``max_tokens`` input tokens.
 
         A text runs through the model when any of its requested layers is missing; what is kept of the
         run, in memory and on disk, is the requested layers, or every layer when the process asked for
@@ -299,8 +310,9 @@ class TokenStateStore:
         unknown = [layer for layer in layers if layer not in self.all_layers]
         if unknown or not layers:
             raise ValueError(f"layer {unknown[0] if unknown else '(none)'} is outside -1..{self.model.num_layers} for this model")
+        check_max_tokens(self.model, max_tokens)
         kept = self.all_layers if cache_layers() == "all" else layers
-        keys = [self.key(text, template, layer) for text in texts for layer in layers]
+        keys = [self.key(text, template, layer, max_tokens) for text in texts for layer in layers]
         found = self._load_cached(keys)
         present = {key for key, states in zip(keys, found) if states is not None}
         results: list[TokenStates | None] = []
@@ -339,7 +351,7 @@ class TokenStateStore:
             for layer, single in singles.items():
                 if layer in cached:
                     continue
-                key = self.key(text, template, layer)
+                key = self.key(text, template, layer, max_tokens)
                 if keeping:
                     self._remember(key, single)
                 if writing and key not in present:
@@ -350,7 +362,7 @@ class TokenStateStore:
                 pending.clear()
                 pending_bytes = 0
 
-        self._run_model(missing_texts, template, batch_size, show_progress_bar, ready, kept)
+        self._run_model(missing_texts, template, batch_size, show_progress_bar, ready, kept, max_tokens)
         if pending:
             self._packs().write(pending)
         return [states if states is not None else fresh[text] for text, states in zip(texts, results)]
@@ -364,12 +376,14 @@ class TokenStateStore:
         show_progress_bar: bool | None,
         ready: Callable[[int, TokenStates], None],
         layers: tuple[int, ...],
+        max_tokens: int | None = None,
     ) -> None:
         """Run the model over all texts' sequences, longest first; call ``ready`` with ``layers`` of each
         text as it completes (the other layers of a batch are dropped as soon as it is done)."""
         encoded = self.model.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
         sequences = [
-            sequence for index, (text, ids) in enumerate(zip(texts, encoded)) for sequence in self._sequences(index, text, list(ids), template)
+            sequence for index, (text, ids) in enumerate(zip(texts, encoded))
+            for sequence in self._sequences(index, text, list(ids), template, max_tokens)
         ]
         remaining = [0] * len(texts)
         for sequence in sequences:
@@ -582,6 +596,13 @@ def _assemble(parts: list[tuple[_Sequence, np.ndarray]], layers: tuple[int, ...]
 
 
 _SHARED_STORES = memo("token-state stores")
+
+
+def check_max_tokens(model: LoadedModel, max_tokens: int | None) -> None:
+    """A cut longer than the model's input cannot run as one sequence: refuse it, naming the limit."""
+    if max_tokens is not None and not 0 < max_tokens <= model.max_length:
+        raise ValueError(f"truncate={max_tokens}: {model.name} takes 1 to {model.max_length} input tokens "
+                         "(without truncate, long texts are split into sentence-packed chunks)")
 
 
 def store_for(model: LoadedModel) -> TokenStateStore:

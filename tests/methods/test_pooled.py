@@ -6,7 +6,7 @@ import embedlab
 from embedlab.methods import pooled
 from embedlab.methods.pooled import PooledMethod
 from embedlab.methods.registry import parse
-from embedlab.models import resolve_model_path
+from embedlab.models import load_model, resolve_model_path
 
 
 def test_minilm_equals_sentence_transformers(sts_sentences):
@@ -14,6 +14,29 @@ def test_minilm_equals_sentence_transformers(sts_sentences):
     reference = SentenceTransformer(str(resolve_model_path("minilm"))).encode(sts_sentences, batch_size=16)
     assert ours.dtype == np.float32 and ours.shape == (len(sts_sentences), 384)
     assert np.einsum("ij,ij->i", ours, reference).min() >= 0.9999
+
+
+def test_truncate_equals_sentence_transformers_max_seq_length_on_summeval_articles():
+    """``truncate=256`` is sentence-transformers' own protocol (``max_seq_length=256``: each input cut at
+    256 tokens) on real SummEval articles, which are longer than that; without it the articles are pooled
+    whole (chunked), which is visibly another vector."""
+    from embedlab.data.datasets import summeval
+
+    articles = sorted({item.article for item in summeval()}, key=len)[-3:]
+    minilm = load_model("minilm")
+    assert all(len(minilm.tokenizer(article)["input_ids"]) > 300 for article in articles)
+    reference = SentenceTransformer(str(resolve_model_path("minilm")))
+    reference.max_seq_length = 256
+    expected = reference.encode(articles, batch_size=4)
+    cut = embedlab.load("minilm:truncate=256,post=normalize").encode(articles, batch_size=4)
+    assert np.abs(cut - expected).max() <= 1e-5
+    whole = embedlab.load("minilm:post=normalize").encode(articles, batch_size=4)
+    assert np.abs(whole - expected).max() > 1e-2
+
+
+def test_truncate_beyond_the_model_input_fails_when_the_method_is_built():
+    with pytest.raises(ValueError, match="truncate=300: .* takes 1 to 256 input tokens"):
+        embedlab.load("minilm:truncate=300").encode(["a text"])
 
 
 def test_reruns_are_identical(sts_sentences):

@@ -28,12 +28,12 @@ def _papers_folder() -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def _value(value: str = "0.820", unit: str = "fraction", kind: str = "same", tolerance: str = "0.002") -> PaperValue:
+def _value(value: str = "0.820", unit: str = "correlation", kind: str = "same", tolerance: str = "0.002") -> PaperValue:
     return PaperValue("neural", "Table 4", "all-MiniLM-L6-v2", "spearman", "sts", "m", value, unit, "", "st:minilm",
                       "correlations", "stsb", "similarity", "spearman", kind, tolerance, "why")
 
 
-def _record(value: float, unit: str = "fraction") -> StoredRecord:
+def _record(value: float, unit: str = "correlation") -> StoredRecord:
     return StoredRecord("st:minilm", "correlations", "stsb", "similarity", "spearman", value, 1379, unit, "v", "f", "recomputed: test")
 
 
@@ -55,10 +55,44 @@ def test_units_convert_into_the_papers_unit():
     row = compare(_value("46.5", "percent", tolerance="2"), _record(0.4507))
     assert row.ours == pytest.approx(45.07) and row.difference == pytest.approx(-1.43) and row.status == "within tolerance"
     assert convert(82.49, "percent", "fraction") == pytest.approx(0.8249)
-    assert reproduce.unit_of("classification", "accuracy", 0.8249) == "fraction"
-    assert reproduce.unit_of("triplets", "wrong", 957.0) == "count"
-    with pytest.raises(ValueError):
-        convert(3.0, "count", "percent")
+    assert convert(0.637, "correlation", "percent") == pytest.approx(63.7)  # the pooling paper prints ρ × 100
+    for bad in (("count", "percent"), ("fraction", "correlation"), ("similarity", "percent")):
+        with pytest.raises(ValueError, match=f"cannot convert {bad[0]} to {bad[1]}"):
+            convert(3.0, *bad)
+
+
+def test_one_unit_vocabulary_the_harness_declarations():
+    """Every unit in the committed files is the declared unit of its metric (evaluation.base.UNITS), or
+    "percent" for a share or correlation printed × 100, the one printed form (PRINTED_SCALES)."""
+    from embedlab.evaluation.base import UNITS
+
+    assert reproduce.unit_of("classification", "accuracy") == "fraction"
+    assert reproduce.unit_of("triplets", "wrong") == "count" and reproduce.unit_of("triplets", "same") == "similarity"
+    assert reproduce.unit_of("correlations", "kendall_c") == "correlation"
+    assert set(reproduce.PRINTED_SCALES).isdisjoint(UNITS) and reproduce.SCALED_UNITS <= set(UNITS)
+    for paper in PAPERS:
+        labelled = [(value.unit, value.task, value.metric) for value in paper_values(paper)]
+        labelled += [(record.unit, record.task, record.metric) for record in read_records(paper)]
+        for unit, task, metric in labelled:
+            declared = reproduce.unit_of(task, metric)
+            assert unit == declared or (unit == "percent" and declared in ("fraction", "correlation")), (paper, task, metric, unit)
+
+
+def test_a_unit_other_than_the_declared_one_is_refused(tmp_path):
+    source = reproduce.RECORDS / "neural.jsonl"
+    lines = source.read_text(encoding="utf-8").splitlines()
+    line = next(number for number, text in enumerate(lines) if '"metric": "kendall_c"' in text)
+    lines[line] = lines[line].replace('"unit": "correlation"', '"unit": "fraction"')
+    (tmp_path / "neural.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"neural\.jsonl, line {line + 1}: bad unit 'fraction' \(correlations kendall_c is "
+                                         r"declared 'correlation' or percent\)"):
+        read_records("neural", tmp_path)
+    values = (reproduce.PAPER_VALUES / "neural.csv").read_text(encoding="utf-8").splitlines()
+    row = next(number for number, text in enumerate(values) if ",count," in text)
+    values[row] = values[row].replace(",count,", ",percent,", 1)
+    (tmp_path / "neural.csv").write_text("\n".join(values) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"neural\.csv, line {row + 1}: bad unit 'percent' \(\w+ \w+ is declared 'count'\)"):
+        paper_values("neural", tmp_path)
 
 
 @pytest.mark.parametrize("paper", list(PAPERS))
@@ -91,7 +125,7 @@ def test_committed_records_parse_carry_their_fields_and_are_all_asked_for(paper)
     for record in records:
         assert all([record.method, record.task, record.dataset, record.subset, record.metric, record.code_version,
                     record.provenance]), record
-        assert record.unit in ("fraction", "percent", "count") and record.n > 0
+        assert record.n > 0
         assert record.recomputed or "not re-run" in record.provenance  # a number not recomputed says where it is from
         if record.recomputed:
             assert record.fingerprint, record
@@ -99,7 +133,7 @@ def test_committed_records_parse_carry_their_fields_and_are_all_asked_for(paper)
 
 
 def test_records_round_trip_sorted_and_a_bad_line_is_named(tmp_path):
-    records = [_record(0.5), StoredRecord("a", "sts", "stsb", "test", "spearman", 0.1, 3, "fraction", "v", "f", "recomputed: x")]
+    records = [_record(0.5), StoredRecord("a", "sts", "stsb", "test", "spearman", 0.1, 3, "correlation", "v", "f", "recomputed: x")]
     path = write_records("neural", records, tmp_path)
     assert read_records("neural", tmp_path) == sorted(records, key=lambda r: r.key)
     path.write_text(path.read_text() + '{"method": "x"}\n', encoding="utf-8")
@@ -195,3 +229,50 @@ def test_a_plan_variant_stores_its_records_under_their_own_subsets(monkeypatch):
     monkeypatch.setattr(reproduce, "needed_keys", lambda paper: {key})
     fresh = reproduce.run_plans("neural", [plan], provenance="recomputed: test", log=lambda message: None)
     assert list(fresh) == [key] and fresh[key].value == 7216  # the paper's count, under the variant's subset
+
+
+def test_table_4_summeval_shows_both_protocols_the_cut_one_by_the_truncate_option():
+    """The paper's MiniLM SummEval row is the sentence-transformers protocol (articles cut at 256 tokens):
+    its cells are compared with `minilm:truncate=256`, and the whole-article pooling beside them as another
+    protocol, each record stating its protocol; the cut reproduces consistency and fluency (0.087 / 0.064)."""
+    rows = [row for row in report_rows("neural") if row.paper_value.table == "Table 4" and row.paper_value.task == "correlations"
+            and row.paper_value.our_dataset == "summeval" and row.paper_value.row == "all-MiniLM-L6-v2"]
+    cut = [row for row in rows if row.paper_value.kind == "same"]
+    whole = [row for row in rows if row.paper_value.kind == "protocol"]
+    assert len(cut) == len(whole) == 12
+    assert {row.paper_value.method for row in cut} == {"minilm:truncate=256"} and {row.paper_value.method for row in whole} == {"minilm"}
+    assert all(row.record is not None and row.record.recomputed for row in rows)
+    assert all("truncate=256" in row.record.protocol for row in cut) and all("whole" in row.record.protocol for row in whole)
+    by_cell = {(row.paper_value.dataset, row.paper_value.metric, row.paper_value.kind): row for row in rows}
+    assert by_cell[("summeval fluency", "kendall_c", "same")].status == "exact"
+    assert by_cell[("summeval consistency", "kendall_c", "same")].status == "within tolerance"
+    assert by_cell[("summeval consistency", "kendall_c", "protocol")].ours < 0.075  # whole articles: 0.069, not the paper's
+    chosen, _ = reproduce.plans("neural", methods=["minilm:truncate=256"])
+    assert [(plan.specs, plan.tasks) for plan in chosen] == [(("minilm:truncate=256",), "correlations:summeval")]
+
+
+def test_plans_filter_by_task_too():
+    """``--task`` narrows a recompute to one dataset of the plans that run it (e.g. the Eq. 3 intersection on
+    summ-r, without the other SummEval sets' micro-tuning)."""
+    chosen, skipped = reproduce.plans("neural", methods=["st:minilm"], tasks=["triplets:summ-r"])
+    assert [(plan.specs, plan.tasks, plan.intersections_with) for plan in chosen] == [(("st:minilm",), "triplets:summ-r", None)]
+    assert [plan.intersections_with for plan in skipped] == [reproduce._CANDIDATES]
+    chosen, skipped = reproduce.plans("neural", expensive=True, methods=["st:minilm"], tasks=["triplets:summ-r", "triplets:text-summ-r"])
+    assert skipped == [] and [plan.tasks for plan in chosen] == ["triplets:summ-r,triplets:text-summ-r"] * 2
+    assert chosen[1].intersections_with == reproduce._CANDIDATES
+    assert reproduce.plans("neural", tasks=["clustering:tweet"]) == ([], [])
+
+
+def test_eq3_intersections_agree_with_the_broken_triplet_counts():
+    """Each committed Eq. 3 record of st:minilm (``vs`` the candidate-set neural embedding) has I in [0, 1] and
+    n = |T_st ∩ T_neural|, so n / I = min(|T_st|, |T_neural|) can be no more than |T_st|, st:minilm's own
+    committed count of broken triplets on the same set; the summ datasets have theirs beside sts."""
+    records = {record.key: record for record in read_records("neural")}
+    intersections = [record for record in records.values()
+                     if record.method == "st:minilm" and record.metric == "intersection"]
+    assert {record.dataset for record in intersections} == {"sts", "summ-r", "text-summ-r", "summ-g", "text-summ-g"}
+    for record in intersections:
+        assert record.subset == f"vs {reproduce._CANDIDATES}" and record.unit == "fraction" and record.recomputed
+        wrong = records[("st:minilm", "triplets", record.dataset, "all", "wrong")].value
+        assert 0 < record.value <= 1 and record.n <= wrong
+        assert record.n / record.value <= wrong + 0.5

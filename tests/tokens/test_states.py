@@ -4,7 +4,7 @@ import torch
 
 from embedlab.data.sentences import split_sentences
 from embedlab.tokens.templates import TEMPLATES, get_template
-from embedlab.tokens.states import TokenStates, TokenStateStore, length_batches
+from embedlab.tokens.states import TokenStates, TokenStateStore, check_max_tokens, length_batches
 
 
 def test_every_layer_is_stored_with_the_right_meaning(minilm, isolated_cache):
@@ -93,6 +93,34 @@ def test_cache_key_depends_on_model_template_text_and_layer(minilm):
     keys = {store.key("a text", None, 6), store.key("a text ", None, 6), store.key("a text", get_template("T0"), 6),
             store.key("a text", None, 5)}
     assert len(keys) == 4
+    assert store.key("a text", None, 6, max_tokens=256) not in keys  # a cut text's states are stored apart
+
+
+def test_max_tokens_keeps_the_first_input_tokens_as_the_tokenizer_truncates(minilm, isolated_cache, sts_sentences):
+    """``max_tokens=N`` runs one sequence of the text's first N input tokens, special tokens included: the
+    ids the tokenizer itself gives with ``truncation=True, max_length=N`` (what sentence-transformers runs)."""
+    words = "The committee reviewed the proposal and approved a revised budget for the coming year.".split()
+    long_text = " ".join(words * 40)
+    store = TokenStateStore(minilm, use_disk_cache=False)
+    [cut, short] = store.compute([long_text, sts_sentences[0]], layers=(6,), max_tokens=20)
+    expected = minilm.tokenizer(long_text, truncation=True, max_length=20)["input_ids"]
+    assert cut.token_ids.tolist() == expected and set(cut.chunk_ids.tolist()) == {0}
+    [whole] = store.compute([long_text], layers=(6,))
+    assert whole.num_tokens > 20 * 10  # without max_tokens nothing is cut
+    with torch.inference_mode():
+        reference = minilm.model(input_ids=torch.tensor([expected])).last_hidden_state[0].numpy()
+    np.testing.assert_allclose(cut.layer(6), reference, atol=1e-5)
+    [plain_short] = store.compute([sts_sentences[0]], layers=(6,))
+    np.testing.assert_allclose(short.layer(6), plain_short.layer(6), atol=1e-5)  # a text that fits is not changed (padding: last bits)
+
+
+def test_a_cut_longer_than_the_model_input_is_refused(minilm):
+    with pytest.raises(ValueError, match=f"truncate=600: .* takes 1 to {minilm.max_length} input tokens"):
+        check_max_tokens(minilm, 600)
+    with pytest.raises(ValueError, match="truncate=600"):
+        TokenStateStore(minilm, use_disk_cache=False).compute(["a text"], max_tokens=600)
+    check_max_tokens(minilm, None)
+    check_max_tokens(minilm, minilm.max_length)
 
 
 def test_long_text_is_split_into_sentence_packed_chunks(minilm, isolated_cache):
