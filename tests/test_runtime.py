@@ -1,5 +1,9 @@
 import os
+import platform
 import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +195,34 @@ def test_token_states_uncached_is_scoped_and_restores_the_setting():
             assert not runtime.stores_token_states()
         assert not runtime.stores_token_states()
     assert runtime.stores_token_states()
+
+
+_MMAPPED_AFTER_A_FREED_LARGE_BLOCK = """
+import ctypes, sys
+import numpy as np
+from embedlab import runtime
+if sys.argv[1] == "apart":
+    runtime.keep_large_allocations_apart()
+libc = ctypes.CDLL(None)
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+libc.mallinfo2.restype = Info
+block = np.ones(16 << 20, dtype=np.uint8)
+del block  # a freed mapping of 16 MiB: glibc's default threshold rises to it
+before = libc.mallinfo2().hblkhd
+kept = np.ones(4 << 20, dtype=np.uint8)
+print(libc.mallinfo2().hblkhd - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or "glibc" not in " ".join(platform.libc_ver()), reason="glibc's malloc")
+def test_large_allocations_get_their_own_mapping_after_keep_large_allocations_apart():
+    """Without the call, a 4 MiB array after a freed 16 MiB one comes from the heap (glibc raised its threshold);
+    with it, the array is mapped on its own, so freeing it returns the memory at once."""
+    def mapped_bytes(mode: str) -> int:
+        finished = subprocess.run([sys.executable, "-c", _MMAPPED_AFTER_A_FREED_LARGE_BLOCK, mode], capture_output=True, text=True,
+                                  check=True, cwd=Path(__file__).resolve().parent.parent)
+        return int(finished.stdout.strip())
+
+    assert mapped_bytes("default") == 0
+    assert mapped_bytes("apart") >= 4 << 20

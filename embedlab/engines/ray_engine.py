@@ -72,6 +72,7 @@ class _Encoder:
     def __init__(self, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, cache_root: str, data_root: str,
                  path: str | None = None, input_format: str = "auto") -> None:
         runtime.configure(cache_root=cache_root, data_root=data_root)
+        runtime.keep_large_allocations_apart()  # a long-lived actor: see the function
         if path:  # a corpus into shards: its token states are not kept (see runtime.token_states_uncached)
             runtime.set_token_state_storing(False)
         self.method = restore_parts(load_vector_method(spec), states)

@@ -124,6 +124,7 @@ def embed_corpus(
         raise ValueError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if shard_size < 1 or batch_size < 1:
         raise ValueError("shard size and batch size must be positive integers")
+    runtime.keep_large_allocations_apart()  # resident memory independent of the corpus's length
     corpus = Corpus(input_path, input_format)
     identity = corpus.identity()
     folder = OutputFolder(out)
