@@ -228,13 +228,16 @@ def release_free_memory() -> None:
         _MALLOC_TRIM(0)
 
 
-def keep_large_allocations_apart(threshold: int = 1 << 20) -> None:
-    """Serve every allocation of ``threshold`` bytes or more (activations, token states) with its own
-    ``mmap``, returned to the system when freed, for the rest of this process (glibc's ``M_MMAP_THRESHOLD``).
+def keep_large_allocations_apart(threshold: int = 4 << 20) -> None:
+    """Serve every allocation of ``threshold`` bytes or more (a batch's activations and token states) with its
+    own ``mmap``, returned to the system when freed, for the rest of this process (glibc's ``M_MMAP_THRESHOLD``).
 
     glibc's default threshold rises with the sizes it has seen freed (up to 32 MiB), after which tensors of
     a few MiB come from the heap and fragment it: a 100,000-text corpus run climbed from 0.86 to 1.03 GB
-    peak over its first three minutes, and with this call the same run held 0.81 GB. A no-op off glibc."""
+    peak over its first three minutes, and with this call the same run held 0.81 GB. Why 4 MiB: every fresh
+    mapping costs page faults, and at 1 MiB (the small batches of short texts mapped too) a 5,000-text run took
+    24 % longer than with glibc's default; at 4 MiB it takes 9 % longer and peaks 0.13 GB lower (interleaved
+    runs, ``benchmarks/bench_allocator.py``). A no-op off glibc."""
     if _LIBC is not None and hasattr(_LIBC, "mallopt"):
         _LIBC.mallopt(_M_MMAP_THRESHOLD, threshold)
 
