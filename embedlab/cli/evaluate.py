@@ -66,7 +66,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.engine != "ray" and (args.address or args.workers):
         raise ValueError("--address and --workers are options of --engine ray")
     tasks = parse_tasks(args.tasks, seed=args.seed, pair_features=args.pair_features,
-                        layout="line" if args.groups_per_line else "column")
+                        layout="line" if args.groups_per_line else "column", product=args.product)
     methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work
     db = None if args.no_db else ResultsDB(args.db)
     session = contextlib.nullcontext()
@@ -141,6 +141,9 @@ def add_cli(subparsers) -> None:
                                  help="MRPC/SICK-E classifier features: senteval [|u-v|, u*v] or full [u, v, |u-v|, u*v]")
     evaluate_parser.add_argument("--groups-per-line", action="store_true",
                                  help="user grouped files (triplets:@FILE) hold one group per line")
+    evaluate_parser.add_argument("--product", choices=("cosine", "dot"), default="cosine",
+                                 help="triplets, pairs, correlations: the embedding product; dot keeps the embeddings as "
+                                      "encoded (seed 0 Appendix F; subsets named SUBSET,product=dot)")
     evaluate_parser.add_argument("--intersection", action="store_true",
                                  help="triplets: also the Eq. 3 intersection of each method's broken triplets with the first method's")
     evaluate_parser.add_argument("--engine", choices=("local", "ray"), default="local",

@@ -59,7 +59,8 @@ def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
     """Tasks from a selection such as ``"sts,pairs:mrpc,triplets:@groups.tsv"``, ``"all"`` or ``"quick"``.
 
     ``options`` go to the tasks that declare them: ``seed`` (clustering, classification, alignsim),
-    ``pair_features`` (classification), ``layout`` (user grouped files: ``column`` or ``line``).
+    ``pair_features`` (classification), ``layout`` (user grouped files: ``column`` or ``line``), ``product``
+    (triplets, pairs, correlations: ``cosine`` or ``dot``).
     """
     items = [s.strip() for s in (selection.split(",") if isinstance(selection, str) else selection) if s.strip()]
     if not items:

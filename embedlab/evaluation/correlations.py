@@ -1,6 +1,7 @@
 """Correlations of the embedding product with human scores (seed 0 §3.4, Table 4).
 
-The product is the dot product of unit-normalised embeddings. Reported: Kendall τ-c, Kendall τ-b and
+The product is the dot product of unit-normalised embeddings (of the embeddings as encoded with the
+``product=dot`` option, Appendix F). Reported: Kendall τ-c, Kendall τ-b and
 Spearman (plus Pearson). Datasets: STS-B test (product of the two sentences vs the similarity score) and
 SummEval (product of article and system summary vs expert coherence, consistency, fluency, relevance;
 1,600 summaries here, 100 articles × 16 systems). Pairwise methods score the pairs themselves.
@@ -13,7 +14,7 @@ import numpy as np
 from embedlab.data import datasets
 from embedlab.evaluation.base import CORRELATION_METRICS, Method, Task
 from embedlab.evaluation.records import Record
-from embedlab.evaluation.scoring import pair_scores
+from embedlab.evaluation.scoring import check_product, pair_scores, product_subset
 from embedlab.evaluation.sts import correlations
 
 
@@ -23,14 +24,16 @@ class CorrelationsTask(Task):
     name = "correlations"
     description = "embedding product vs human scores (seed 0 §3.4)"
     datasets = ("stsb", "summeval")
+    options = ("product",)
     user_files = True
     needs_vectors = False
     headline = "spearman"
     metrics = CORRELATION_METRICS
 
-    def __init__(self, dataset: str, *, path: str | None = None) -> None:
+    def __init__(self, dataset: str, *, path: str | None = None, product: str = "cosine") -> None:
         super().__init__(dataset)
         self.path = path
+        self.product = check_product(product)
         if path is None and dataset not in self.datasets:
             raise ValueError(f"unknown correlations dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
@@ -38,15 +41,15 @@ class CorrelationsTask(Task):
         self.check(method)
         if self.dataset == "summeval" and self.path is None:
             items = datasets.summeval()
-            products = pair_scores(method, [i.article for i in items], [i.summary for i in items])
+            products = pair_scores(method, [i.article for i in items], [i.summary for i in items], self.product)
             records = []
             for aspect in datasets.SUMMEVAL_ASPECTS:
                 gold = np.array([i.scores[aspect] for i in items])
                 for metric, value in correlations(products, gold).items():
-                    records.append(self.record(method, aspect, metric, value, len(items)))
+                    records.append(self.record(method, product_subset(aspect, self.product), metric, value, len(items)))
             return records
         data = datasets.load_scored_pairs(self.path) if self.path is not None else datasets.stsb("test")
-        products = pair_scores(method, data.first, data.second)
-        subset = "similarity" if self.path is None else "score"
+        products = pair_scores(method, data.first, data.second, self.product)
+        subset = product_subset("similarity" if self.path is None else "score", self.product)
         return [self.record(method, subset, metric, value, len(data))
                 for metric, value in correlations(products, data.scores).items()]

@@ -2,7 +2,7 @@
 
 Every (similar pair, non-similar pair) tuple should have the similar pair's product higher; a tuple with
 ``product(similar) <= product(non-similar)`` is wrong. The product is the dot product of unit-normalised
-embeddings (seed 0, Appendix F). Counting is exact without enumerating tuples: sort the non-similar
+embeddings, or of the embeddings as encoded with the ``product=dot`` option (seed 0, Appendix F). Counting is exact without enumerating tuples: sort the non-similar
 products once and binary-search each similar product.
 """
 
@@ -16,7 +16,7 @@ from embedlab.data import datasets
 from embedlab.data.datasets import SimilarPairs
 from embedlab.evaluation.base import ERROR_COUNT_METRICS, Method, Task
 from embedlab.evaluation.records import Record
-from embedlab.evaluation.scoring import pair_scores
+from embedlab.evaluation.scoring import check_product, pair_scores, product_subset
 
 
 @dataclass(frozen=True)
@@ -50,14 +50,16 @@ class PairsTask(Task):
     name = "pairs"
     description = "every (similar, non-similar) pair tuple should rank the similar pair higher (seed 0 §3.3, Eq. 4)"
     datasets = ("mrpc", "sts")
+    options = ("product",)
     user_files = True
     needs_vectors = False
     headline = "error"
     metrics = ERROR_COUNT_METRICS
 
-    def __init__(self, dataset: str, *, path: str | None = None) -> None:
+    def __init__(self, dataset: str, *, path: str | None = None, product: str = "cosine") -> None:
         super().__init__(dataset)
         self.path = path
+        self.product = check_product(product)
         if path is None and dataset not in datasets.PAIR_SETS:
             raise ValueError(f"unknown pairs dataset {dataset!r}; expected one of {', '.join(datasets.PAIR_SETS)}")
 
@@ -76,9 +78,9 @@ class PairsTask(Task):
         self.check(method)
         data = self.load()
         all_pairs = data.similar + data.different
-        products = pair_scores(method, [a for a, _ in all_pairs], [b for _, b in all_pairs])
+        products = pair_scores(method, [a for a, _ in all_pairs], [b for _, b in all_pairs], self.product)
         counts = count_wrong_tuples(products[: len(data.similar)], products[len(data.similar):])
-        subset = "all"
+        subset = product_subset("all", self.product)
         return [
             self.record(method, subset, "error", counts.error, counts.total),
             self.record(method, subset, "total", counts.total, counts.total),

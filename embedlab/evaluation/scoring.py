@@ -38,6 +38,27 @@ def cosines(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", unit_rows(first), unit_rows(second))
 
 
+PRODUCTS = ("cosine", "dot")  # the embedding product of seed 0's tasks: unit-normalised (§3) or as encoded (App. F)
+
+
+def check_product(product: str) -> str:
+    if product not in PRODUCTS:
+        raise ValueError(f"unknown product {product!r}; expected one of {', '.join(PRODUCTS)}")
+    return product
+
+
+def product_rows(vectors: np.ndarray, product: str = "cosine") -> np.ndarray:
+    """Float64 rows whose dot products are the asked-for product: unit rows for ``cosine``, the vectors as
+    encoded for ``dot`` (seed 0, Appendix F: unnormalised embeddings)."""
+    return unit_rows(vectors) if check_product(product) == "cosine" else np.asarray(vectors, dtype=np.float64)
+
+
+def product_subset(subset: str, product: str) -> str:
+    """The record subset of a task run with ``product``: unchanged for the default (cosine), so stored
+    results keep their names; ``SUBSET,product=dot`` otherwise, so the two are never mixed."""
+    return subset if check_product(product) == "cosine" else f"{subset},product={product}"
+
+
 def _cache_key(method: Method, kind: str, texts: Sequence[str]) -> str:
     return runtime.cache_key(kind, method.spec, method.fingerprint, runtime.texts_digest(texts))
 
@@ -118,16 +139,21 @@ class PairScorer:
             raise NotApplicableError("a pairwise method has no embedding vectors")
         return self._encoded.rows([a for a, _ in pairs]), self._encoded.rows([b for _, b in pairs])
 
-    def similarity(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """Float64 similarity of each pair: the cosine of its embeddings, or the pairwise method's score."""
+    def similarity(self, pairs: Sequence[tuple[str, str]], product: str = "cosine") -> np.ndarray:
+        """Float64 similarity of each pair: the cosine (or, with ``product="dot"``, the dot product) of its
+        embeddings, or the pairwise method's score."""
+        check_product(product)
         if self.pairwise:
+            if product != "cosine":
+                raise NotApplicableError(f"product={product} needs embedding vectors; a pairwise method has only its own score")
             return np.array([self._scores[pair] for pair in pairs], dtype=np.float64)
-        return cosines(*self.vectors(pairs))
+        first, second = self.vectors(pairs)
+        return np.einsum("ij,ij->i", product_rows(first, product), product_rows(second, product))
 
 
-def pair_scores(method: Method, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
+def pair_scores(method: Method, first: Sequence[str], second: Sequence[str], product: str = "cosine") -> np.ndarray:
     """The similarity of each (first[i], second[i]) pair (see :class:`PairScorer`)."""
     if len(first) != len(second):
         raise ValueError(f"{len(first)} first texts but {len(second)} second texts")
     pairs = list(zip(first, second))
-    return PairScorer(method, pairs).similarity(pairs)
+    return PairScorer(method, pairs).similarity(pairs, product)

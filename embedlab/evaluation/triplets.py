@@ -1,7 +1,8 @@
 """Anchor–positive–negative triplets (seed 0 §3.2, Eq. 2–3).
 
 For texts grouped by meaning, every triplet (A, B, C) — A an anchor, B another candidate of A's group,
-C a candidate of any other group — should satisfy E_A·E_B > E_A·E_C (unit-normalised embeddings). A
+C a candidate of any other group — should satisfy E_A·E_B > E_A·E_C (unit-normalised embeddings; the
+``product=dot`` option keeps them as encoded, Appendix F). A
 triplet with E_A·E_B <= E_A·E_C is broken. Counts are exact and never enumerate triplets: for each anchor
 the products to all candidates are sorted once, and each positive's product is binary-searched in them
 (the anchor's own group is subtracted), so the cost is O(n² log n) for n texts instead of O(n³).
@@ -22,7 +23,7 @@ from embedlab.data import datasets
 from embedlab.data.datasets import GroupedTexts
 from embedlab.evaluation.base import ERROR_COUNT_METRICS, Method, Metric, Task
 from embedlab.evaluation.records import Record
-from embedlab.evaluation.scoring import embed, unit_rows
+from embedlab.evaluation.scoring import check_product, embed, product_rows, product_subset
 
 _BLOCK = 256  # anchors per matrix product: bounds memory at 256 × n float64
 
@@ -39,9 +40,10 @@ class TripletCounts:
         return self.wrong / self.total if self.total else float("nan")
 
 
-def _anchor_blocks(vectors: np.ndarray, data: GroupedTexts) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _anchor_blocks(vectors: np.ndarray, data: GroupedTexts,
+                   product: str = "cosine") -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(anchor indices, candidate indices, products anchors × candidates) in blocks of anchors."""
-    unit = unit_rows(vectors)
+    unit = product_rows(vectors, product)
     anchors = np.flatnonzero(data.is_anchor)
     candidates = np.flatnonzero(data.is_candidate)
     candidate_unit = unit[candidates]
@@ -58,15 +60,16 @@ def _group_members(data: GroupedTexts, candidates: np.ndarray) -> dict[int, np.n
     return {int(groups[chunk[0]]): chunk for chunk in np.split(order, boundaries) if chunk.size}
 
 
-def count_triplets(vectors: np.ndarray, data: GroupedTexts) -> TripletCounts:
-    """Exact broken-triplet count and mean same/diff products, without enumerating triplets."""
+def count_triplets(vectors: np.ndarray, data: GroupedTexts, product: str = "cosine") -> TripletCounts:
+    """Exact broken-triplet count and mean same/diff products (cosines, or dot products with
+    ``product="dot"``), without enumerating triplets."""
     vectors = np.asarray(vectors)
     if vectors.shape[0] != len(data):
         raise ValueError(f"{vectors.shape[0]} embeddings for {len(data)} texts")
     wrong = total = 0
     same_sum = diff_sum = 0.0
     members = None
-    for block, candidates, products in _anchor_blocks(vectors, data):
+    for block, candidates, products in _anchor_blocks(vectors, data, product):
         if members is None:
             members = _group_members(data, candidates)
             position = {int(c): k for k, c in enumerate(candidates)}  # text index -> candidate column
@@ -94,12 +97,13 @@ def count_triplets(vectors: np.ndarray, data: GroupedTexts) -> TripletCounts:
     return TripletCounts(total=total, wrong=wrong, same=same_sum / total, diff=diff_sum / total)
 
 
-def broken_intersection(vectors_1: np.ndarray, vectors_2: np.ndarray, data: GroupedTexts) -> tuple[int, int, int]:
+def broken_intersection(vectors_1: np.ndarray, vectors_2: np.ndarray, data: GroupedTexts,
+                        product: str = "cosine") -> tuple[int, int, int]:
     """(|T₁ ∩ T₂|, |T₁|, |T₂|) for the broken-triplet sets of two embeddings of the same texts."""
     common = broken_1 = broken_2 = 0
-    blocks_2 = _anchor_blocks(np.asarray(vectors_2), data)
+    blocks_2 = _anchor_blocks(np.asarray(vectors_2), data, product)
     members = None
-    for (block, candidates, products_1), (_, _, products_2) in zip(_anchor_blocks(np.asarray(vectors_1), data), blocks_2):
+    for (block, candidates, products_1), (_, _, products_2) in zip(_anchor_blocks(np.asarray(vectors_1), data, product), blocks_2):
         if members is None:
             members = _group_members(data, candidates)
             position = {int(c): k for k, c in enumerate(candidates)}
@@ -134,7 +138,7 @@ class TripletsTask(Task):
     name = "triplets"
     description = "anchor–positive–negative triplets of grouped texts; broken when E_A·E_B ≤ E_A·E_C (seed 0 §3.2, Eq. 2–3)"
     datasets = ("mrpc", "sts", "summ-g", "summ-r", "text-summ-g", "text-summ-r")
-    options = ("layout",)
+    options = ("layout", "product")
     user_files = True
     parsing_options = ("layout",)
     headline = "error"
@@ -142,10 +146,11 @@ class TripletsTask(Task):
         "intersection": Metric("Eq. 3 overlap of this method's broken triplets with the reference method's, 0–1", "", unit="fraction"),
     }
 
-    def __init__(self, dataset: str, *, path: str | None = None, layout: str = "column") -> None:
+    def __init__(self, dataset: str, *, path: str | None = None, layout: str = "column", product: str = "cosine") -> None:
         super().__init__(dataset)
         self.path = path
         self.layout = layout if path is not None else "column"  # how a user file lists its groups
+        self.product = check_product(product)
         if path is None and dataset not in datasets.TRIPLET_SETS:
             raise ValueError(f"unknown triplet dataset {dataset!r}; expected one of {', '.join(datasets.TRIPLET_SETS)}")
 
@@ -158,13 +163,14 @@ class TripletsTask(Task):
         self.check(method)
         data = self.load()
         (vectors,) = embed(method, data.texts)
-        counts = count_triplets(vectors, data)
+        counts = count_triplets(vectors, data, self.product)
+        subset = product_subset("all", self.product)
         return [
-            self.record(method, "all", "error", counts.error, counts.total),
-            self.record(method, "all", "total", counts.total, counts.total),
-            self.record(method, "all", "wrong", counts.wrong, counts.total),
-            self.record(method, "all", "same", counts.same, counts.total),
-            self.record(method, "all", "diff", counts.diff, counts.total),
+            self.record(method, subset, "error", counts.error, counts.total),
+            self.record(method, subset, "total", counts.total, counts.total),
+            self.record(method, subset, "wrong", counts.wrong, counts.total),
+            self.record(method, subset, "same", counts.same, counts.total),
+            self.record(method, subset, "diff", counts.diff, counts.total),
         ]
 
     def intersection(self, method_1: Method, method_2: Method) -> Record:
@@ -174,6 +180,7 @@ class TripletsTask(Task):
         self.check(method_2)
         data = self.load()
         (vectors_1,), (vectors_2,) = embed(method_1, data.texts), embed(method_2, data.texts)
-        common, broken_1, broken_2 = broken_intersection(vectors_1, vectors_2, data)
-        return self.record(method_1, f"vs {method_2.spec}", "intersection", intersection_ratio(common, broken_1, broken_2),
+        common, broken_1, broken_2 = broken_intersection(vectors_1, vectors_2, data, self.product)
+        return self.record(method_1, product_subset(f"vs {method_2.spec}", self.product), "intersection",
+                           intersection_ratio(common, broken_1, broken_2),
                            common)

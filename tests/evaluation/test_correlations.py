@@ -35,3 +35,13 @@ def test_user_scored_pairs_perfect_order(tmp_path: Path) -> None:
     records = {r.metric: r.value for r in CorrelationsTask("scores", path=str(file)).run(FakeMethod(vectors=angle))}
     assert records["spearman"] == pytest.approx(1.0)
     assert records["kendall_b"] == pytest.approx(1.0) and records["kendall_c"] == pytest.approx(1.0)
+
+
+def test_dot_product_correlations_follow_the_raw_products(tmp_path: Path) -> None:
+    vectors = {"t0": [1.0, 0.0], "t1": [2.0, 2.0], "t2": [0.5, 0.1], "t3": [1.0, 1.0]}
+    file = tmp_path / "scores.csv"
+    file.write_text("t0,t1,3\nt0,t2,1\nt0,t3,2\n")  # dot products 2, 0.5, 1: the scores' order; cosines 0.71, 0.98, 0.71
+    records = {r.metric: r for r in CorrelationsTask("scores", path=str(file), product="dot").run(FakeMethod(vectors=vectors))}
+    assert records["spearman"].value == pytest.approx(1.0) and records["spearman"].subset == "score,product=dot"
+    cosine = {r.metric: r.value for r in CorrelationsTask("scores", path=str(file)).run(FakeMethod(vectors=vectors))}
+    assert cosine["spearman"] == pytest.approx(stats.spearmanr([0.7071, 0.9806, 0.7071], [3, 1, 2]).statistic, abs=1e-3)

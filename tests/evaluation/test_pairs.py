@@ -9,6 +9,7 @@ import pytest
 from fakes import FakeMethod
 
 from embedlab.data.datasets import pairs_sts
+from embedlab.evaluation.base import NotApplicableError
 from embedlab.evaluation.pairs import PairsTask, count_wrong_tuples
 
 
@@ -49,3 +50,18 @@ def test_user_file_needs_binary_labels(tmp_path: Path) -> None:
     file.write_text("a\tb\t0.5\nc\td\t1\n")
     with pytest.raises(ValueError, match="labels 0"):
         PairsTask("bad", path=str(file)).run(FakeMethod())
+
+
+def test_dot_product_on_unnormalised_vectors(tmp_path: Path) -> None:
+    """A long non-similar pair wins under dot but not under cosine (Appendix F's option)."""
+    file = tmp_path / "labelled.tsv"
+    file.write_text("a\tb\t1\nc\td\t0\n")
+    vectors = {"a": [1.0, 0.0], "b": [1.0, 1.0], "c": [3.0, 0.0], "d": [1.0, 2.0]}
+    cosine = {r.metric: r for r in PairsTask("labelled", path=str(file)).run(FakeMethod(vectors=vectors))}
+    dot = {r.metric: r for r in PairsTask("labelled", path=str(file), product="dot").run(FakeMethod(vectors=vectors))}
+    # cosine: a·b = 0.707 > c·d = 0.447 (right); dot: 1 < 3 (wrong)
+    assert cosine["wrong"].value == 0 and dot["wrong"].value == 1
+    assert dot["same"].value == pytest.approx(1.0) and dot["diff"].value == pytest.approx(3.0)
+    assert dot["wrong"].subset == "all,product=dot"
+    with pytest.raises(NotApplicableError, match="product=dot needs embedding vectors"):
+        PairsTask("labelled", path=str(file), product="dot").run(FakeMethod(pairwise=True))

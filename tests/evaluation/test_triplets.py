@@ -84,3 +84,28 @@ def test_task_rejects_pairwise_and_encodes_once(tmp_path) -> None:
     method = FakeMethod()
     records = {r.metric: r.value for r in task.run(method)}
     assert records["total"] == 3 * 2 * 4 + 2 * 1 * 5 + 2 * 1 * 5 and len(method.encode_calls) == 1
+
+
+def test_dot_product_keeps_the_lengths() -> None:
+    """Appendix F's unnormalised embeddings, by hand: groups {x, y} and {z}, y and z not unit length.
+
+    Cosine: x·y = 0.6 < cos(x, z) = 0.707 and cos(y, x) = 0.6 < cos(y, z) = 0.990 -> both broken.
+    Dot: x·y = 0.6 > x·z = 0.5 holds; y·x = 0.6 < y·z = 0.7 breaks -> one broken."""
+    vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.5, 0.5]])
+    data = grouped("hand", ["x", "y", "z"], [0, 0, 1])
+    assert count_triplets(vectors, data).wrong == 2
+    dot = count_triplets(vectors, data, "dot")
+    assert (dot.total, dot.wrong) == (2, 1)
+    assert dot.same == pytest.approx(0.6) and dot.diff == pytest.approx((0.5 + 0.7) / 2)
+    assert broken_intersection(vectors, vectors, data, "dot") == (1, 1, 1)
+
+
+def test_product_option_names_the_subset(tmp_path) -> None:
+    file = tmp_path / "groups.tsv"
+    file.write_text("a\tb\nc\td\n")
+    vectors = {"a": [1.0, 0.0], "b": [0.6, 0.8], "c": [0.5, 0.5], "d": [-1.0, 2.0]}
+    records = TripletsTask("groups", path=str(file), layout="line", product="dot").run(FakeMethod(vectors=vectors))
+    assert {r.subset for r in records} == {"all,product=dot"}
+    assert {r.subset for r in TripletsTask("groups", path=str(file), layout="line").run(FakeMethod(vectors=vectors))} == {"all"}
+    with pytest.raises(ValueError, match="unknown product 'euclid'"):
+        TripletsTask("sts", product="euclid")
