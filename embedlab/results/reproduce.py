@@ -417,6 +417,10 @@ _PAIRWISE_TASKS = "triplets:sts,triplets:mrpc,triplets:summ-r,triplets:text-summ
 _SUMMEVAL_256 = "truncate=256: each input cut to its first 256 tokens, sentence-transformers' max_seq_length (SummEval articles are cut)"
 _ST_PIPELINE = "sentence-transformers pipeline: inputs cut at 256 tokens (SummEval articles are cut)"
 _SUMMEVAL_WHOLE = "embedlab pooling: long texts chunked by sentences, every token pooled (SummEval articles whole)"
+_MPNET_PIPELINE = "sentence-transformers pipeline: inputs cut at 384 tokens, all-mpnet-base-v2's max_seq_length (SummEval articles are cut)"
+_MPNET_384 = "truncate=384: each input cut to its first 384 tokens, all-mpnet-base-v2's max_seq_length (SummEval articles are cut)"
+_UNNORMALISED = "Appendix F: product=dot, the embeddings' dot product as encoded (no float64 re-normalisation)"
+_NEEDS_MPNET = "needs the all-mpnet-base-v2 package parts (README, models table)"
 _CANDIDATES = "neural:minilm,softmax=candidates"  # K = 256: ≈ 4× cheaper than exact, cosine to exact ≥ 0.995
 _NEURAL_TASKS = "correlations:stsb,triplets:sts,pairs:sts,triplets:mrpc,pairs:mrpc,correlations:summeval"
 _APPENDIX_G = ("neural:minilm,params=block,epochs=5", "neural:minilm,params=block,epochs=5,variant=cls",
@@ -443,12 +447,32 @@ RECOMPUTE_PLANS: dict[str, tuple[RecomputePlan, ...]] = {
                       cost="≈ 2 min: 643 sentences micro-tuned with the candidate-set softmax", protocol="Eq. 3 against " + _CANDIDATES),
         RecomputePlan((_CANDIDATES + "+minilm",), "triplets:sts,pairs:sts,correlations:stsb", intersections_with=_CANDIDATES,
                       cost="≈ 5 min: STS-B test micro-tuned with the candidate-set softmax", protocol="Appendix H analogue: neural + pooled MiniLM"),
+        RecomputePlan((_CANDIDATES + "+mpnet",), "triplets:sts,pairs:sts,correlations:stsb", intersections_with=_CANDIDATES, expensive=True,
+                      cost="≈ 8 min: STS-B test micro-tuned with the candidate-set softmax, and all-mpnet-base-v2; " + _NEEDS_MPNET,
+                      protocol="Appendix H analogue: neural + pooled all-mpnet-base-v2"),
         RecomputePlan(("st:minilm",), "triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g", expensive=True,
                       intersections_with=_CANDIDATES,
                       cost="micro-tunes SummEval's 2,746 distinct texts with the candidate-set softmax, one thread on 2 loaded cores: "
                            "the 1,100 references ≈ 37 min, the 100 articles ≈ 48 min, the 1,546 generated summaries ≈ 40 min "
                            "(--task triplets:summ-r etc. runs one set)",
                       protocol="Eq. 3 against " + _CANDIDATES),
+        RecomputePlan(("st:minilm", "minilm"), "triplets:sts,pairs:mrpc,correlations:stsb", task_options=(("product", "dot"),),
+                      cost="≈ 3 min", protocol=_UNNORMALISED),
+        RecomputePlan(("st:mpnet",), "correlations:stsb,pairs:sts,pairs:mrpc," + _PAIRWISE_TASKS, expensive=True,
+                      cost="31 min measured on the 2-core machine while other jobs ran: all-mpnet-base-v2 encodes ≈ 13,000 texts; " + _NEEDS_MPNET, protocol=_MPNET_PIPELINE),
+        RecomputePlan(("st:mpnet",), "triplets:sts", expensive=True, intersections_with=_CANDIDATES,
+                      cost="≈ 3 min: 643 sentences micro-tuned with the candidate-set softmax; " + _NEEDS_MPNET,
+                      protocol="Eq. 3 against " + _CANDIDATES),
+        RecomputePlan(("st:mpnet",), "triplets:mrpc,triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g",
+                      expensive=True, intersections_with=_CANDIDATES,
+                      cost="MiniLM's candidate-softmax neural embedding of MRPC's 4,948 sentences and SummEval's 2,746 texts (the "
+                           "SummEval sets: see the st:minilm plan above); " + _NEEDS_MPNET,
+                      protocol="Eq. 3 against " + _CANDIDATES),
+        RecomputePlan(("mpnet:truncate=384",), "correlations:summeval", expensive=True, cost="≈ 5 min; " + _NEEDS_MPNET,
+                      protocol=_MPNET_384),
+        RecomputePlan(("mpnet",), "correlations:summeval", expensive=True, cost="≈ 8 min; " + _NEEDS_MPNET, protocol=_SUMMEVAL_WHOLE),
+        RecomputePlan(("st:mpnet", "mpnet"), "triplets:sts,triplets:mrpc,correlations:stsb", task_options=(("product", "dot"),),
+                      expensive=True, cost="≈ 10 min; " + _NEEDS_MPNET, protocol=_UNNORMALISED),
         RecomputePlan(("neural:minilm",), _NEURAL_TASKS + ",triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g",
                       expensive=True, cost="≈ 3 h per 10-epoch spec at 0.031 s a token (docs/neural.md)"),
         RecomputePlan(_APPENDIX_G, _NEURAL_TASKS, expensive=True, cost="≈ 1.6 h per 5-epoch run; the seven block rows share one run"),
