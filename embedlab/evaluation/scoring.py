@@ -148,6 +148,8 @@ class PairScorer:
                 raise NotApplicableError(f"product={product} needs embedding vectors; a pairwise method has only its own score")
             return np.array([self._scores[pair] for pair in pairs], dtype=np.float64)
         first, second = self.vectors(pairs)
+        if product == "cosine":
+            return cosines(first, second)
         return np.einsum("ij,ij->i", product_rows(first, product), product_rows(second, product))
 
 
