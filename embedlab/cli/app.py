@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sqlite3
 import sys
+import threading
 import warnings
 
 from embedlab import __version__
@@ -77,10 +79,28 @@ def _one_line_warning(command: str):
     return show
 
 
+def _interrupt(signum: int, frame) -> None:
+    """SIGINT: raise KeyboardInterrupt, unless the interrupted code is a finalizer (``__del__``).
+
+    Python prints and drops an exception raised in a finalizer ("Exception ignored in ... __del__"), so a
+    Ctrl-C landing while the garbage collector runs one (the ``regex`` module's, during tokenisation) was
+    lost and the run went on. Then the signal is sent again a moment later, to land elsewhere."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+            return
+        frame = frame.f_back
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit status; an error prints one line (see :func:`exit_status`)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # embedlab never downloads
     args = build_parser().parse_args(argv)
+    handles_sigint = (threading.current_thread() is threading.main_thread()
+                      and signal.getsignal(signal.SIGINT) is signal.default_int_handler)  # an ignored SIGINT stays ignored
+    if handles_sigint:
+        signal.signal(signal.SIGINT, _interrupt)
     args.command_line = ["embedlab", *(sys.argv[1:] if argv is None else argv)]  # reports record what made them
     runtime.set_progress(arguments.progress_mode(args))
     try:
@@ -104,3 +124,5 @@ def main(argv: list[str] | None = None) -> int:
         return status
     finally:
         runtime.set_progress("auto")  # the next command (in the same process, e.g. a test) starts afresh
+        if handles_sigint:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
