@@ -43,13 +43,13 @@ class TripletCounts:
 def _anchor_blocks(vectors: np.ndarray, data: GroupedTexts,
                    product: str = "cosine") -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(anchor indices, candidate indices, products anchors × candidates) in blocks of anchors."""
-    unit = product_rows(vectors, product)
+    rows = product_rows(vectors, product)  # unit rows for cosines; the vectors as encoded for dot
     anchors = np.flatnonzero(data.is_anchor)
     candidates = np.flatnonzero(data.is_candidate)
-    candidate_unit = unit[candidates]
+    candidate_rows = rows[candidates]
     for start in range(0, anchors.size, _BLOCK):
         block = anchors[start:start + _BLOCK]
-        yield block, candidates, unit[block] @ candidate_unit.T
+        yield block, candidates, rows[block] @ candidate_rows.T
 
 
 def _group_members(data: GroupedTexts, candidates: np.ndarray) -> dict[int, np.ndarray]:
