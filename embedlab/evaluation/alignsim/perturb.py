@@ -20,7 +20,9 @@ and AFIN gives criterion 4's (negated sentence, affirmative interpretation) pair
 
 Every item records what changed and where (token index, character offset, old and new word). A
 sentence that cannot be perturbed (no replaceable word, too few words to swap) is skipped and
-counted in ``PerturbationSet.skipped``, never kept unchanged. Sets are written as JSON lines.
+counted in ``PerturbationSet.skipped``, never kept unchanged; except in ``perturbation="authors"``,
+which keeps every sentence with as many replacements as it has candidates (fewer than n, or none), as
+the authors' code scores every sampled sentence. Sets are written as JSON lines.
 """
 
 from __future__ import annotations
@@ -209,28 +211,25 @@ def replace_words(
     return lexicon.detokenize(tokens, replacements), changes
 
 
-def authors_replace_words(
-    sentence: str, n: int, relation: str, rng: np.random.Generator
-) -> tuple[str, list[dict]] | None:
-    """Replace ``n`` distinct words as the authors' ``WordReplacer.sentence_replacement`` does; None if fewer
-    than n words have a synonym/antonym.
+def authors_replace_words(sentence: str, n: int, relation: str, rng: np.random.Generator) -> tuple[str, list[dict]]:
+    """Replace up to ``n`` distinct words as the authors' ``WordReplacer.sentence_replacement`` does.
 
     Words are the whitespace-split tokens (punctuation stays attached, so ``evidence.`` finds no synonym); a
     candidate is a distinct word not in NLTK's stop words (case-sensitive, as theirs: ``Is`` is a candidate)
     with at least one WordNet synonym/antonym (:func:`lexicon.authors_synonyms`); the replacement is a random
     one of them, uninflected, and replaces every occurrence of the word; the words are joined by single
-    spaces. Their code keeps a sentence with fewer than n replaceable words with fewer replacements (or
-    unchanged); we skip and count it, as in ``ours``.
+    spaces. A sentence with fewer than n candidates gets them all replaced (none: it comes back unchanged
+    with no changes), because their loop stops at the end of the candidate list and their evaluation scores
+    every sampled sentence; the caller keeps it, so the mean covers the same sentences as theirs.
     """
     words = sentence.split()
     lookup = lexicon.authors_synonyms if relation == "synonym" else lexicon.authors_antonyms
     stopwords = lexicon.nltk_stopwords()
     candidates = [(word, options) for word in dict.fromkeys(words)
                   if word not in stopwords and (options := lookup(word))]
-    if len(candidates) < n:
-        return None
     replacements, changes = {}, []
-    for candidate in sorted(int(i) for i in rng.choice(len(candidates), size=n, replace=False)):
+    chosen = rng.choice(len(candidates), size=min(n, len(candidates)), replace=False) if candidates else []
+    for candidate in sorted(int(i) for i in chosen):
         word, options = candidates[candidate]
         replacements[word] = options[int(rng.integers(len(options)))]
         changes.append({"original": word, "replacement": replacements[word],

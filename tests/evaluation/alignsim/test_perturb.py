@@ -185,12 +185,21 @@ def test_authors_replacement_replaces_every_occurrence():
     assert change["original"] == "cat" and change["words"] == [0, 2, 5]
     assert new in lexicon.authors_synonyms("cat")
     assert perturbed == f"{new} and {new} and the {new} ."
-    assert authors_replace_words("cat and cat and the cat .", 2, "synonym", stream_rng(0)) is None  # one candidate
+
+
+def test_authors_replacement_keeps_a_sentence_with_fewer_candidates():
+    # their loop stops at the end of the candidate list: one candidate and n = 2 gives one replacement ...
+    perturbed, (change,) = authors_replace_words("cat and cat and the cat .", 2, "synonym", stream_rng(0))
+    assert change["original"] == "cat" and change["replacement"] in lexicon.authors_synonyms("cat")
+    assert perturbed == " ".join(change["replacement"] if word == "cat" else word for word in "cat and cat and the cat .".split())
+    # ... and no candidate gives the sentence back unchanged, with no changes (their evaluation scores it too)
+    assert authors_replace_words("he was there .", 1, "synonym", stream_rng(0)) == ("he was there .", [])
+    assert authors_replace_words("he  was\tthere .", 3, "antonym", stream_rng(0)) == ("he was there .", [])
 
 
 def test_authors_replacement_candidates_are_case_sensitive_non_stop_words():
     # their stop-word check is case-sensitive: "He" is a candidate (WordNet: helium), "he" is not
-    assert authors_replace_words("he was there .", 1, "synonym", stream_rng(0)) is None
+    assert authors_replace_words("he was there .", 1, "synonym", stream_rng(0))[1] == []
     perturbed, (change,) = authors_replace_words("He was there .", 1, "synonym", stream_rng(0))
     assert change["original"] == "He" and "helium" in lexicon.authors_synonyms("He")
     assert perturbed == f"{change['replacement']} was there ."
@@ -214,12 +223,19 @@ def test_perturbation_mode_is_part_of_the_sampling(tmp_path):
         SamplingConfig(perturbation="paper")
     config = SamplingConfig(seed=3, perturbation="authors", **SMALL)
     built = build_perturbation_set("mrpc", config, {"c2", "c3"})
+    stopwords = lexicon.nltk_stopwords()
+
+    def candidates(sentence: str, lookup) -> int:
+        return sum(1 for word in set(sentence.split()) if word not in stopwords and lookup(word))
+
     for n in (1, 2, 3):
         items = [item for item in built.items["c2"] if item["n"] == n]
-        assert len(items) + built.skipped[f"c2/n={n}"] == 25
-        assert all(len(item["changes"]) == n and item["perturbed"] != item["original"] for item in items)
-    assert len(built.items["c3"]) + built.skipped["c3"] == 25
-    assert all(item["changes"][0]["replacement"] in lexicon.authors_antonyms(item["changes"][0]["original"])
-               for item in built.items["c3"])
+        # the authors' mode keeps every sampled sentence, with min(n, candidates) words replaced
+        assert len(items) == 25 and built.skipped[f"c2/n={n}"] == 0
+        assert all(len(item["changes"]) == min(n, candidates(item["original"], lexicon.authors_synonyms)) for item in items)
+    assert len(built.items["c3"]) == 25 and built.skipped["c3"] == 0
+    assert any(item["changes"] == [] and item["perturbed"] == " ".join(item["original"].split()) for item in built.items["c3"])
+    assert all(change["replacement"] in lexicon.authors_antonyms(change["original"])
+               for item in built.items["c3"] for change in item["changes"])
     built.save(tmp_path)
     assert type(built).load(tmp_path, "mrpc").config == config
