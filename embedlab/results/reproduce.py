@@ -47,7 +47,7 @@ PAPERS: dict[str, str] = {
 }
 KINDS = ("same", "protocol", "analogue", "different-model", "not-reproducible")
 STATUSES = ("exact", "within tolerance", "outside tolerance", "other protocol", "analogue on another model",
-            "different model", "not reproducible here")
+            "different model", "not run here", "not reproducible here")
 RECORD_FIELDS = ("method", "task", "dataset", "subset", "metric", "value", "n", "unit", "code_version",
                  "fingerprint", "provenance", "protocol")
 
@@ -256,12 +256,20 @@ def _tolerance(value: PaperValue) -> float | None:
     return float(text)
 
 
-def compare(value: PaperValue, record: StoredRecord | None) -> Row:
-    """The report row: ours in the paper's unit, the difference, and a status with its one-sentence reason."""
+def compare(value: PaperValue, record: StoredRecord | None, plan: RecomputePlan | None = None) -> Row:
+    """The report row: ours in the paper's unit, the difference, and a status with its one-sentence reason.
+
+    A cell without a record that a recompute plan produces is "not run here" (reproducible, but not computed on
+    the machines so far), with the plan's cost and the command that computes it; without a plan it is not
+    reproducible here."""
     if record is None:
-        status = "not reproducible here"
+        if value.kind != "not-reproducible" and plan is not None:
+            command = (f"embedlab reproduce --recompute --paper {value.paper}{' --expensive' if plan.expensive else ''} "
+                       f"--method '{value.method}' --task {value.task}:{value.our_dataset}")
+            reason = f"no stored record yet: {plan.cost or 'cost not measured'} (`{command}`); {value.reason}"
+            return Row(value, None, None, None, "not run here", reason)
         reason = value.reason if value.kind == "not-reproducible" else f"no stored record for {value.method}; {value.reason}"
-        return Row(value, None, None, None, status, reason)
+        return Row(value, None, None, None, "not reproducible here", reason)
     ours = convert(float(record.value), record.unit, value.unit)
     difference = ours - value.number
     if value.kind == "same":
@@ -278,10 +286,22 @@ def compare(value: PaperValue, record: StoredRecord | None) -> Row:
     return Row(value, record, ours, difference, status, value.reason)
 
 
+def plan_for(value: PaperValue) -> RecomputePlan | None:
+    """The recompute plan that produces ``value``'s record (its method on its task, its variant's subset), if any."""
+    task = f"{value.task}:{value.our_dataset}"
+    # a variant's plan (its own subset suffix) before the default plans, whose empty suffix matches every subset
+    for plan in sorted(RECOMPUTE_PLANS.get(value.paper, ()), key=lambda plan: -len(plan.subset_suffix)):
+        intersection = value.subset.startswith("vs ")  # Eq. 3 records: subset "vs <reference method>"
+        if (value.method in plan.specs and task in plan.tasks.split(",") and value.subset.endswith(plan.subset_suffix)
+                and (value.subset == f"vs {plan.intersections_with}" if intersection else True)):
+            return plan
+    return None
+
+
 def report_rows(paper: str, *, values_folder: Path = PAPER_VALUES, records_folder: Path = RECORDS) -> list[Row]:
     """Every paper value of ``paper`` beside its record."""
     stored = {record.key: record for record in read_records(paper, records_folder)}
-    return [compare(value, stored.get(value.key)) for value in paper_values(paper, values_folder)]
+    return [compare(value, stored.get(value.key), plan_for(value)) for value in paper_values(paper, values_folder)]
 
 
 # --- rendering -------------------------------------------------------------------------------------------------
@@ -347,7 +367,8 @@ def render_markdown(sections: dict[str, list[Row]], records: dict[str, list[Stor
              f"Rendered by `{command}` from the committed paper values (`embedlab/resources/paper_values/`) and "
              "records (`embedlab/resources/records/`). Paper values are as printed, in the paper's unit; ours are "
              "converted to it. Statuses: exact (rounds to the printed value), within / outside tolerance (same "
-             "model and protocol), other protocol, analogue on another model, different model, not reproducible here.",
+             "model and protocol), other protocol, analogue on another model, different model, not run here (reproducible, "
+             "not computed yet: the reason gives its cost and command), not reproducible here.",
              "", "| paper | cells | " + " | ".join(STATUSES) + " |", "|---|---:|" + "---:|" * len(STATUSES)]
     for paper, rows in sections.items():
         counts = status_counts(rows)
@@ -366,6 +387,7 @@ th, td { border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; } th { b
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.exact td.status { background: #dff0d8; } tr.within-tolerance td.status { background: #eaf5e0; }
 tr.outside-tolerance td.status { background: #f8d7da; } tr.not-reproducible-here td.status { background: #eee; }
+tr.not-run-here td.status { background: #e2e8f5; }
 tr.different-model td.status, tr.other-protocol td.status { background: #fff3cd; } .meta { color: #666; }"""
 
 

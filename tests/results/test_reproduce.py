@@ -6,6 +6,7 @@ import html
 import os
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,7 +15,8 @@ import pytest
 
 from embedlab.results import reproduce
 from embedlab.results.reproduce import (PAPERS, STATUSES, PaperValue, RecomputePlan, StoredRecord, compare, convert,
-                                        paper_values, read_records, render_html, render_markdown, report_rows, write_records)
+                                        paper_values, plan_for, read_records, render_html, render_markdown, report_rows,
+                                        write_records)
 
 PAPER_FILES = {"neural": "neural-embeddings-for-text.md",
                "pooling": "extracting-sentence-embeddings-from-pretrained-transformers.md",
@@ -47,6 +49,13 @@ def test_statuses_follow_the_printed_precision_and_the_tolerance():
     assert compare(count, _record(945, "count")).status == "exact"
     missing = compare(_value(), None)
     assert missing.status == "not reproducible here" and missing.ours is None and "no stored record" in missing.reason
+    # a cell a recompute plan produces is "not run here", with the plan's cost and the command that computes it
+    plan = RecomputePlan(("st:minilm",), "correlations:stsb", expensive=True, cost="≈ 3 min")
+    planned = compare(_value(), None, plan)
+    assert planned.status == "not run here" and planned.ours is None and planned.reason.endswith("; why")
+    assert ("≈ 3 min (`embedlab reproduce --recompute --paper neural --expensive --method 'st:minilm' "
+            "--task correlations:stsb`)") in planned.reason
+    assert compare(_value(kind="not-reproducible", tolerance=""), None, plan).status == "not reproducible here"
     assert compare(_value(kind="analogue", tolerance=""), _record(0.5)).status == "analogue on another model"
     assert compare(_value(kind="different-model", tolerance=""), _record(0.5)).status == "different model"
 
@@ -157,6 +166,16 @@ def test_every_paper_value_appears_in_the_report_with_a_status():
             assert lines, prefix
             assert all(line.split(" | ")[7] in STATUSES for line in lines), lines
             assert f"<td class='num'>{html.escape(value.value)}</td>" in page
+
+
+def test_a_missing_record_points_at_the_plan_that_computes_it():
+    values = {(value.table, value.row, value.column, value.dataset): value for value in paper_values("neural")}
+    intersection = values[("Table 1", "all-mpnet-base-v2", "I", "mrpc")]
+    plan = plan_for(intersection)
+    assert plan is not None and plan.intersections_with and "triplets:mrpc" in plan.tasks.split(",")
+    authors = next(value for value in paper_values("alignsim") if value.subset.endswith(",perturbation=authors"))
+    assert plan_for(authors).subset_suffix == ",perturbation=authors"  # the variant's own plan, not the default's
+    assert plan_for(replace(intersection, method="st:nothing")) is None
 
 
 def test_recompute_rewrites_only_what_it_recomputes(tmp_path, monkeypatch):
