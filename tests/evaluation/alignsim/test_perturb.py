@@ -234,7 +234,10 @@ def test_perturbation_mode_is_part_of_the_sampling(tmp_path):
         assert len(items) == 25 and built.skipped[f"c2/n={n}"] == 0
         assert all(len(item["changes"]) == min(n, candidates(item["original"], lexicon.authors_synonyms)) for item in items)
     assert len(built.items["c3"]) == 25 and built.skipped["c3"] == 0
-    assert any(item["changes"] == [] and item["perturbed"] == " ".join(item["original"].split()) for item in built.items["c3"])
+    for item in built.items["c3"]:  # one antonym where the sentence has a candidate; unchanged where it has none
+        assert len(item["changes"]) == min(1, candidates(item["original"], lexicon.authors_antonyms))
+        if not item["changes"]:
+            assert item["perturbed"] == " ".join(item["original"].split())
     assert all(change["replacement"] in lexicon.authors_antonyms(change["original"])
                for item in built.items["c3"] for change in item["changes"])
     built.save(tmp_path)
