@@ -82,6 +82,11 @@ class PaperValue:
     def number(self) -> float:
         return float(self.value)
 
+    @property
+    def harness_task(self) -> str:
+        """``family:dataset``, as plans and ``--task`` name the task behind this cell."""
+        return f"{self.task}:{self.our_dataset}"
+
 
 @dataclass(frozen=True)
 class StoredRecord(Record):
@@ -265,7 +270,7 @@ def compare(value: PaperValue, record: StoredRecord | None, plan: RecomputePlan 
     if record is None:
         if value.kind != "not-reproducible" and plan is not None:
             command = (f"embedlab reproduce --recompute --paper {value.paper}{' --expensive' if plan.expensive else ''} "
-                       f"--method '{value.method}' --task {value.task}:{value.our_dataset}")
+                       f"--method '{value.method}' --task {value.harness_task}")
             reason = f"no stored record yet: {plan.cost or 'cost not measured'} (`{command}`); {value.reason}"
             return Row(value, None, None, None, "not run here", reason)
         reason = value.reason if value.kind == "not-reproducible" else f"no stored record for {value.method}; {value.reason}"
@@ -288,12 +293,12 @@ def compare(value: PaperValue, record: StoredRecord | None, plan: RecomputePlan 
 
 def plan_for(value: PaperValue) -> RecomputePlan | None:
     """The recompute plan that produces ``value``'s record (its method on its task, its variant's subset), if any."""
-    task = f"{value.task}:{value.our_dataset}"
+    intersection = value.subset.startswith("vs ")  # Eq. 3 records: subset "vs <reference method>"
     # a variant's plan (its own subset suffix) before the default plans, whose empty suffix matches every subset
     for plan in sorted(RECOMPUTE_PLANS.get(value.paper, ()), key=lambda plan: -len(plan.subset_suffix)):
-        intersection = value.subset.startswith("vs ")  # Eq. 3 records: subset "vs <reference method>"
-        if (value.method in plan.specs and task in plan.tasks.split(",") and value.subset.endswith(plan.subset_suffix)
-                and (value.subset == f"vs {plan.intersections_with}" if intersection else True)):
+        runs_it = (value.method in plan.specs and value.harness_task in plan.tasks.split(",")
+                   and value.subset.endswith(plan.subset_suffix))
+        if runs_it and (not intersection or value.subset == f"vs {plan.intersections_with}"):
             return plan
     return None
 
