@@ -41,10 +41,10 @@ def test_batching_equals_one_pair_at_a_time(sts_test_rows):
 
 def _direct_token_vectors(minilm, text: str) -> tuple[np.ndarray, np.ndarray]:
     """Last-layer vectors and ids of a text's non-special tokens, straight from transformers."""
-    encoded = minilm.tokenizer(text, return_tensors="pt")
+    encoded = minilm.tokenizer(text, return_tensors="pt").to(minilm.device)
     with torch.inference_mode():
-        hidden = minilm.model(**encoded).last_hidden_state[0].numpy()
-    ids = encoded["input_ids"][0].numpy()
+        hidden = minilm.model(**encoded).last_hidden_state[0].cpu().numpy()
+    ids = encoded["input_ids"][0].cpu().numpy()
     content = ~np.isin(ids, minilm.tokenizer.all_special_ids)
     return hidden[content], ids[content]
 

@@ -58,9 +58,9 @@ def test_bad_input_is_reported():
 def test_empty_text_is_the_embedding_of_the_special_tokens(minilm):
     import torch
 
-    ids = torch.tensor([[minilm.tokenizer.cls_token_id, minilm.tokenizer.sep_token_id]])
+    ids = torch.tensor([[minilm.tokenizer.cls_token_id, minilm.tokenizer.sep_token_id]], device=minilm.device)
     with torch.inference_mode():
-        expected = minilm.model(input_ids=ids).last_hidden_state[0].mean(0).numpy()
+        expected = minilm.model(input_ids=ids).last_hidden_state[0].mean(0).cpu().numpy()
     vectors = embedlab.load("minilm").encode(["", "   "])
     np.testing.assert_allclose(vectors[0], expected, atol=1e-5)
     np.testing.assert_allclose(vectors[1], expected, atol=1e-5)

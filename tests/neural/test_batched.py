@@ -77,7 +77,9 @@ def test_texts_of_equal_length_share_a_frozen_forward_without_changing_their_fea
     # the features still come in text order, each text's equal to those of its own forward
     assert together.owner.tolist() == [index for index, part in enumerate(alone) for _ in part.labels]
     assert torch.equal(together.labels, torch.cat([part.labels for part in alone]))
-    assert (together.features - torch.cat([part.features for part in alone])).abs().max() <= 1e-6
+    # equal up to float rounding: a batch of two may take other GEMM blocking than a batch of one (1e-6 on
+    # 2 cores, 1.2e-5 measured with 16 threads); a text mixed up with another would differ by O(1)
+    assert (together.features - torch.cat([part.features for part in alone])).abs().max() <= 1e-4
 
 
 def test_long_text_is_micro_tuned_over_its_chunks_on_both_paths(masked_minilm, sentences) -> None:

@@ -63,10 +63,10 @@ def test_a_token_absent_from_the_corpus_gets_its_isolated_context_vectors(minilm
     isolated = isolated_token_states(minilm, unseen).numpy()
     assert isolated.shape == (minilm.num_layers + 2, 2, minilm.hidden_size)
     with torch.inference_mode():
-        ids = torch.tensor([[vocab["[CLS]"], unseen[1], vocab["[SEP]"]]])
+        ids = torch.tensor([[vocab["[CLS]"], unseen[1], vocab["[SEP]"]]], device=minilm.device)
         hidden = minilm.model(input_ids=ids, output_hidden_states=True).hidden_states
-    np.testing.assert_allclose(isolated[-1, 1], hidden[-1][0, 1].numpy(), atol=1e-5)
-    np.testing.assert_allclose(isolated[0, 0], minilm.model.get_input_embeddings().weight[unseen[0]].detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(isolated[-1, 1], hidden[-1][0, 1].cpu().numpy(), atol=1e-5)
+    np.testing.assert_allclose(isolated[0, 0], minilm.model.get_input_embeddings().weight[unseen[0]].detach().cpu().numpy(), atol=1e-6)
 
 
 def test_avg_and_mix_families_use_the_tables(minilm, monkeypatch, tiny_tables):

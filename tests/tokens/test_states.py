@@ -10,15 +10,15 @@ from embedlab.tokens.states import TokenStates, TokenStateStore, check_max_token
 def test_every_layer_is_stored_with_the_right_meaning(minilm, isolated_cache):
     store = TokenStateStore(minilm)
     [states] = store.compute(["A man is playing a guitar."])
-    ids = torch.tensor([states.token_ids.tolist()])
+    ids = torch.tensor([states.token_ids.tolist()], device=minilm.device)
     assert states.states.shape == (minilm.num_layers + 2, len(states.token_ids), minilm.hidden_size)
     assert states.states.dtype == np.float32
     with torch.inference_mode():
         outputs = minilm.model(input_ids=ids, output_hidden_states=True)
-        static = minilm.model.get_input_embeddings()(ids)[0].numpy()
+        static = minilm.model.get_input_embeddings()(ids)[0].cpu().numpy()
     np.testing.assert_allclose(states.layer(-1), static, atol=1e-6)
-    np.testing.assert_allclose(states.layer(0), outputs.hidden_states[0][0].numpy(), atol=1e-5)
-    np.testing.assert_allclose(states.layer(minilm.num_layers), outputs.last_hidden_state[0].numpy(), atol=1e-4)
+    np.testing.assert_allclose(states.layer(0), outputs.hidden_states[0][0].cpu().numpy(), atol=1e-5)
+    np.testing.assert_allclose(states.layer(minilm.num_layers), outputs.last_hidden_state[0].cpu().numpy(), atol=1e-4)
     assert states.token_ids[0] == minilm.tokenizer.cls_token_id and states.token_ids[-1] == minilm.tokenizer.sep_token_id
 
 
@@ -108,7 +108,7 @@ def test_max_tokens_keeps_the_first_input_tokens_as_the_tokenizer_truncates(mini
     [whole] = store.compute([long_text], layers=(6,))
     assert whole.num_tokens > 20 * 10  # without max_tokens nothing is cut
     with torch.inference_mode():
-        reference = minilm.model(input_ids=torch.tensor([expected])).last_hidden_state[0].numpy()
+        reference = minilm.model(input_ids=torch.tensor([expected], device=minilm.device)).last_hidden_state[0].cpu().numpy()
     np.testing.assert_allclose(cut.layer(6), reference, atol=1e-5)
     [plain_short] = store.compute([sts_sentences[0]], layers=(6,))
     np.testing.assert_allclose(short.layer(6), plain_short.layer(6), atol=1e-5)  # a text that fits is not changed (padding: last bits)
