@@ -505,7 +505,7 @@ RECOMPUTE_PLANS: dict[str, tuple[RecomputePlan, ...]] = {
         RecomputePlan(("neural:minilm",), _NEURAL_TASKS + ",triplets:summ-r,triplets:text-summ-r,triplets:summ-g,triplets:text-summ-g",
                       expensive=True, cost="≈ 3 h per 10-epoch spec, 0.026–0.031 s a token on the 2-core machines (docs/neural.md): the STS-B "
                            "test's 2,552 texts 16 min, MRPC train's 7,052 texts (191,087 tokens) 97 min measured, "
-                           "SummEval's 2,746 texts (214,642 tokens) ≈ 1.6 h by that rate"),
+                           "SummEval's 2,746 texts (214,642 tokens) ≈ 1.7 h (its last 2,234 texts 68 min measured, peak 1.4 GB)"),
         RecomputePlan(_APPENDIX_G, _NEURAL_TASKS, expensive=True, cost="≈ 1.6 h per 5-epoch run; the seven block rows share one run"),
     ),
     "pooling": (
