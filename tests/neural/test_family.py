@@ -26,7 +26,7 @@ def test_each_group_is_freed_then_the_heap_trimmed(masked_minilm, sentences, mon
     from embedlab.neural.batched import BatchedRun
 
     runs_alive: list[int] = []
-    monkeypatch.setattr(runtime, "release_free_memory", lambda: runs_alive.append(sum(isinstance(item, BatchedRun) for item in gc.get_objects())))
+    monkeypatch.setattr(runtime, "release_free_memory", lambda: runs_alive.append(sum(type(item) is BatchedRun for item in gc.get_objects())))
     embed_texts(masked_minilm, sentences, NeuralOptions(tuple(resolve_parameter_names("head", 6)), epochs=1), group_positions=1)
     assert runs_alive == [0, 0, 0]  # one group per text here
 
