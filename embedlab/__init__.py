@@ -3,6 +3,7 @@
 >>> import embedlab
 >>> method = embedlab.load("minilm")                 # any method spec
 >>> vectors = method.encode(["a text", "another"])   # numpy.float32, shape (2, 384)
+>>> P, R, F = embedlab.bertscore(["a candidate"], ["its reference"])  # as the bert-score package gives them
 """
 
 from __future__ import annotations
@@ -17,4 +18,12 @@ def load(spec: str):
     return load_method(spec)
 
 
-__all__ = ["__version__", "load"]
+def bertscore(cands, refs, model="minilm", layer=None, idf=False, rescale=False, batch_size=64, **options):
+    """BERTScore (P, R, F1) of each candidate against its reference, equal to the ``bert-score`` package's
+    ``score``; float32 arrays. See :func:`embedlab.matching.bertscore.bertscore` for every option."""
+    from embedlab.matching.bertscore import bertscore as score
+
+    return score(cands, refs, model=model, layer=layer, idf=idf, rescale=rescale, batch_size=batch_size, **options)
+
+
+__all__ = ["__version__", "bertscore", "load"]

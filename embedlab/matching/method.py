@@ -7,7 +7,11 @@ encoder (chosen layers; special tokens left out by default) and give S = X X̂�
 token scores and the Eq. 2 sentence score. Token weights are ``none`` (all 1), ``idf`` (idf^W over
 WikiText-2 train sentences) or ``learned`` (SimCSE-trained, §3 "Token Weighting"; trained by
 :mod:`embedlab.training.token_weights`, read here). ``mode=bertscore`` is BERTScore's F1 instead
-(greedy max matching, idf weights; the last row of Table 3).
+(greedy max matching; the last row of Table 3). With ``weights=none`` or ``weights=idf-refs`` it is the
+``bert-score`` package's F1 (:mod:`embedlab.matching.bertscore`): [CLS]/[SEP] take part in the matching
+with weight 0, idf-refs is idf over the references of the pairs scored together, and each pair is
+(candidate, reference). ``mode=bertscore`` alone (= ``weights=idf``) keeps embedlab's earlier variant:
+idf^W from WikiText-2, special tokens left out.
 
 Matching is a *pairwise* method: it gives no vector per text, so ``encode`` raises a TypeError that
 says so; ``similarity_pairs(pairs)`` runs every unique text through one cached token-state pass.
@@ -23,6 +27,8 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save as save_numpy
 
+from embedlab.matching.bertscore import PACKAGE_BATCH, check_pairs, check_weighted, input_token_ids, plain_weights, reference_idf
+from embedlab.matching.bertscore import score_sides as score_bertscore_sides
 from embedlab.matching.explain import MatchExplanation, explain_pair
 from embedlab.matching.scoring import MODES, SCORES, TextSide, score_sides
 from embedlab.methods.base import EmbeddingMethod, Family, check_texts, unit_rows
@@ -33,14 +39,17 @@ from embedlab.pooling.weights import reference_token_statistics
 from embedlab.runtime import atomic_write_bytes, cache_dir
 from embedlab.spec import MethodSpec, Option, SpecError, build_spec
 
-WEIGHTS = ("learned", "idf", "none")
+WEIGHTS = ("learned", "idf", "none", "idf-refs")
+PACKAGE_WEIGHTS = ("none", "idf-refs")  # mode=bertscore with these follows the bert-score package
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 
 MATCH_OPTIONS = {
     "layers": LAYERS_OPTION,
     "score": Option("2max-2nd", SCORES, "token matching score: 2max-2nd (Eq. 1), max (significance), max-2nd (uniqueness)"),
-    "weights": Option("learned", WEIGHTS, "token weights in Eq. 2: learned (SimCSE-trained), idf (idf^W, WikiText-2), none"),
-    "mode": Option("eq2", MODES, "eq2: Eq. 2 average of both sides; bertscore: max + idf combined as F1 (score/weights must stay default)"),
+    "weights": Option("learned", WEIGHTS, "token weights: learned (SimCSE-trained), idf (idf^W, WikiText-2), none, "
+                      "idf-refs (idf over the pairs' references; mode=bertscore only)"),
+    "mode": Option("eq2", MODES, "eq2: Eq. 2 average of both sides; bertscore: greedy max matching as F1 (pairs are "
+                   "(candidate, reference); weights=none / idf-refs equal the bert-score package, unset = idf)"),
     "special": Option("exclude", ("exclude", "include"), "[CLS]/[SEP] take part in matching or not"),
     "normalise-tokens": Option("yes", ("yes", "no"), "yes: cosine of token vectors; no: raw dot product"),
 }
@@ -123,10 +132,17 @@ class MatchingMethod(EmbeddingMethod):
         self.score = spec.get("score")
         self.weight_kind = spec.get("weights")
         self.mode = spec.get("mode")
-        if self.mode == "bertscore" and (self.score != MATCH_OPTIONS["score"].default or self.weight_kind != MATCH_OPTIONS["weights"].default):
-            raise SpecError(f"{spec}: mode=bertscore fixes score=max and weights=idf; leave score and weights unset")
-        if self.mode == "bertscore":
-            self.weight_kind = "idf"
+        if self.mode == "bertscore" and self.score != MATCH_OPTIONS["score"].default:
+            raise SpecError(f"{spec}: mode=bertscore fixes score=max (greedy matching); leave score unset")
+        if self.mode == "bertscore" and self.weight_kind == "learned":
+            self.weight_kind = "idf"  # mode=bertscore alone: idf^W, as before the package-equal weights existed
+        if self.mode != "bertscore" and self.weight_kind == "idf-refs":
+            raise SpecError(f"{spec}: weights=idf-refs is BERTScore's idf over the references; use it with mode=bertscore")
+        # mode=bertscore with weights=none / idf-refs follows the bert-score package, special tokens included
+        self.package = self.mode == "bertscore" and self.weight_kind in PACKAGE_WEIGHTS
+        if self.package and spec.get("special") == "include":
+            raise SpecError(f"{spec}: mode=bertscore,weights={self.weight_kind} follows the bert-score package, where "
+                            "[CLS]/[SEP] always take part in the matching with weight 0; leave special unset")
         # the encoder part is a pooled-family method: its cached token states feed the matching
         self.encoder = PooledMethod(build_spec(POOLED_FAMILY.schema, spec.model, {"layers": spec.get("layers")}))
         self.include_special = spec.get("special") == "include"
@@ -150,7 +166,7 @@ class MatchingMethod(EmbeddingMethod):
 
     def vocabulary_weights(self) -> np.ndarray | None:
         """One weight per vocabulary id (None for weights=none); raises FileNotFoundError for missing learned weights."""
-        if self.weight_kind == "none":
+        if self.weight_kind in PACKAGE_WEIGHTS:
             return None
         if self._vocab_weights is None:
             if self.weight_kind == "idf":
@@ -162,6 +178,11 @@ class MatchingMethod(EmbeddingMethod):
     def prepare(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> list[TextSide]:
         """Every text's matching tokens (ids, vectors, weights), from one cached token-state pass."""
         flat, matrix = self.encoder.token_vectors(texts, batch_size, show_progress_bar)
+        if self.package:  # every token takes part; [CLS]/[SEP] weigh 0 (idf-refs weights are set per call)
+            sides = text_sides(flat, matrix, True, self.normalise, None)
+            for side in sides:
+                side.weights = plain_weights(side.token_ids, self.model.tokenizer)
+            return sides
         return text_sides(flat, matrix, self.include_special, self.normalise, self.vocabulary_weights())
 
     def similarity_pairs(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
@@ -173,13 +194,36 @@ class MatchingMethod(EmbeddingMethod):
             check_texts(list(pair))
         if not pairs:
             return np.zeros(0, dtype=np.float32)
+        if self.package:
+            return self._package_f1(pairs, batch_size, show_progress_bar)
         unique = list(dict.fromkeys(text for pair in pairs for text in pair))
         index = {text: row for row, text in enumerate(unique)}
         sides = self.prepare(unique, batch_size, show_progress_bar)
         return score_sides(sides, [(index[a], index[b]) for a, b in pairs], self.score, self.mode)
 
+    def _package_f1(self, pairs: list[tuple[str, str]], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+        """The bert-score package's F1 of (candidate, reference) pairs: inputs and idf weights checked
+        before the model runs, maxima floored where its padded batches of 64 pairs floor them."""
+        cands, refs = check_pairs([a for a, _ in pairs], [b for _, b in pairs])
+        tokenizer = self.model.tokenizer
+        idf = reference_idf(input_token_ids(tokenizer, refs), len(tokenizer)) if self.weight_kind == "idf-refs" else None
+        if idf is not None:
+            check_weighted({"candidate": input_token_ids(tokenizer, cands), "reference": input_token_ids(tokenizer, refs)},
+                           lambda ids: idf[ids])
+        unique = list(dict.fromkeys([*cands, *refs]))
+        index = {text: row for row, text in enumerate(unique)}
+        sides = self.prepare(unique, batch_size, show_progress_bar)
+        if idf is not None:
+            for side in sides:
+                side.weights = idf[side.token_ids].astype(np.float32)
+        scores = score_bertscore_sides([sides[index[c]] for c in cands], [sides[index[r]] for r in refs], PACKAGE_BATCH)
+        return scores[:, 2].astype(np.float32)
+
     def explain(self, text_a: str, text_b: str) -> MatchExplanation:
         """The numbers behind one pair's score, for printing and plotting (Fig. 2)."""
+        if self.weight_kind == "idf-refs":
+            raise ValueError(f"{self.spec}: idf-refs weights come from the references of many pairs; explain one pair "
+                             "with weights=none (or weights=idf)")
         check_texts([text_a, text_b])
         a, b = self.prepare([text_a, text_b])
         tokenizer = self.model.tokenizer

@@ -72,7 +72,7 @@ def pair_score(
     side_a, side_b = weighted_mean(scores_a, weights_a), weighted_mean(scores_b, weights_b)
     if mode == "eq2":
         return 0.5 * side_a + 0.5 * side_b
-    # BERTScore: recall over the reference tokens, precision over the candidate's; F1 is symmetric
+    # BERTScore: a = candidate (precision over its tokens), b = reference (recall); F1 is symmetric
     return 2 * side_a * side_b / (side_a + side_b) if side_a + side_b != 0 else 0.0
 
 
