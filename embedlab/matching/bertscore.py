@@ -330,52 +330,79 @@ def check_baseline_source(model: LoadedModel, layer: int, baseline: str | Path |
 
 def load_or_build_baseline(model: LoadedModel, layer: int, source: Baseline | str, batch_size: int = 64,
                            show_progress_bar: bool | None = None) -> Baseline:
-    return source if isinstance(source, Baseline) else build_baseline(model, layer, batch_size, show_progress_bar)
+    if isinstance(source, Baseline):
+        return source
+    return build_baselines(model, (layer,), batch_size, show_progress_bar)[layer]
+
+
+def baseline_sentences(model: LoadedModel) -> list[str]:
+    """The WikiText-2 train sentences baselines are drawn from (pysbd, at least BASELINE_MIN_CHARS long)."""
+    from embedlab.data.wikitext import wikitext2_sentences
+
+    unk = model.tokenizer.unk_token or "<unk>"
+    return [sentence.strip() for sentence in wikitext2_sentences("train", min_chars=BASELINE_MIN_CHARS, unk_token=unk)]
 
 
 def baseline_pairs(sentences: Sequence[str], pairs: int, seed: int) -> list[tuple[str, str]]:
     """``pairs`` pairs of distinct random sentences (seeded), no sentence used twice."""
+    if not 0 < 2 * pairs <= len(sentences):
+        raise ValueError(f"{pairs} baseline pairs need {2 * pairs} sentences; the corpus has {len(sentences)}")
     rng = np.random.default_rng(seed)
     chosen = rng.choice(len(sentences), size=2 * pairs, replace=False)
     return [(sentences[chosen[2 * index]], sentences[chosen[2 * index + 1]]) for index in range(pairs)]
 
 
-def build_baseline(model: LoadedModel, layer: int, batch_size: int = 64, show_progress_bar: bool | None = None,
-                   pairs: int = BASELINE_PAIRS, seed: int = BASELINE_SEED, out: Path | None = None) -> Baseline:
-    """b = mean P, R, F (idf off) over random pairs of WikiText-2 train sentences, as the BERTScore paper
-    builds its baselines from random Common Crawl pairs; written with its provenance to ``out`` (default:
-    the cache entry :func:`check_baseline_source` looks for)."""
-    from embedlab.data.wikitext import wikitext2_file, wikitext2_sentences
+def build_baselines(model: LoadedModel, layers: Sequence[int], batch_size: int = 64, show_progress_bar: bool | None = None,
+                    pairs: int = BASELINE_PAIRS, seed: int = BASELINE_SEED) -> dict[int, Baseline]:
+    """b = mean P, R, F (idf off) over random pairs of WikiText-2 train sentences, per layer (one model run
+    for all ``layers``), as the BERTScore paper builds its baselines from random Common Crawl pairs; each
+    layer's record, with its provenance, goes to the cache entry :func:`check_baseline_source` looks for."""
+    from embedlab.data.wikitext import wikitext2_file
     from embedlab.runtime import token_states_uncached
+    from embedlab.tokens.states import store_for
 
-    sentences = wikitext2_sentences("train", min_chars=BASELINE_MIN_CHARS, unk_token=model.tokenizer.unk_token or "<unk>")
+    layers = tuple(resolve_layer(model, layer) for layer in layers)
+    sentences = baseline_sentences(model)
     chosen = baseline_pairs(sentences, pairs, seed)
     started = time.perf_counter()
-    totals = np.zeros(3, dtype=np.float64)
+    totals = {layer: np.zeros(3, dtype=np.float64) for layer in layers}
     with token_states_uncached():  # 2 × pairs sentences read once: not worth the token-state cache
         for start in range(0, len(chosen), BASELINE_SLICE):
             part = chosen[start : start + BASELINE_SLICE]
-            totals += _score(model, layer, [a for a, _ in part], [b for _, b in part], None, batch_size, show_progress_bar,
-                              PACKAGE_BATCH).sum(axis=0)
-    values = totals / len(chosen)
+            unique = list(dict.fromkeys(text for pair in part for text in pair))
+            states = dict(zip(unique, store_for(model).compute(unique, batch_size=batch_size, show_progress_bar=show_progress_bar, layers=layers)))
+            for layer in layers:
+                sides = {text: TextSide(item.token_ids, unit_rows(item.layer(layer)), plain_weights(item.token_ids, model.tokenizer))
+                         for text, item in states.items()}
+                totals[layer] += score_sides([sides[a] for a, _ in part], [sides[b] for _, b in part], PACKAGE_BATCH).sum(axis=0)
     source = wikitext2_file("train")
-    record = {
+    common = {
         "model": model.name,
         "model_fingerprint": model.fingerprint,
-        "layer": layer,
-        "P": float(values[0]),
-        "R": float(values[1]),
-        "F": float(values[2]),
         "corpus": f"WikiText-2 train ({source.name}, {source.stat().st_size} bytes), pysbd sentences of >= {BASELINE_MIN_CHARS} characters",
         "sentences_available": len(sentences),
         "pairs": len(chosen),
         "seed": seed,
-        "how": "mean BERTScore P, R, F (idf off) of random pairs of distinct sentences, each sentence used once "
-               "(the BERTScore paper's random-pair baseline; the package's own files use Common Crawl)",
+        "how": "mean BERTScore P, R, F (idf off, the package's padded batches of 64 pairs) of random pairs of distinct "
+               "sentences, each sentence used once: the BERTScore paper's random-pair baseline (the package's own files "
+               "use 1M Common Crawl pairs, so rescaled scores differ from the package's)",
         "embedlab_version": __version__,
         "made": time.strftime("%Y-%m-%d", time.gmtime()),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    out = out or cache_dir("bertscore_baselines") / baseline_name(model, layer)
-    atomic_write_bytes(out, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
-    return Baseline(values, {**record, "source": str(out)})
+    baselines = {}
+    for layer in layers:
+        values = totals[layer] / len(chosen)
+        record = {**common, "layer": layer, "P": float(values[0]), "R": float(values[1]), "F": float(values[2])}
+        out = cache_dir("bertscore_baselines") / baseline_name(model, layer)
+        atomic_write_bytes(out, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
+        baselines[layer] = Baseline(values, {**record, "source": str(out)})
+    return baselines
+
+
+def write_baseline_record(out: Path | str, baselines: dict[int, Baseline]) -> None:
+    """Several layers' baselines of one model as one record (the format of the packaged baselines)."""
+    records = [baseline.provenance for baseline in baselines.values()]
+    common = {key: value for key, value in records[0].items() if key not in ("layer", "P", "R", "F", "source")}
+    layers = {str(record["layer"]): {"P": record["P"], "R": record["R"], "F": record["F"]} for record in records}
+    atomic_write_bytes(Path(out), (json.dumps({**common, "layers": layers}, indent=2, sort_keys=True) + "\n").encode())
