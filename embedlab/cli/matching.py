@@ -3,6 +3,8 @@
 * ``embedlab explain SPEC "text a" "text b" --out match.png``: the token similarity heatmap with each
   row's first and second maxima marked (Fig. 2), and the per-token matching scores and weights.
 * ``embedlab train-token-weights MODEL``: learn token weights with unsupervised SimCSE (frozen encoder).
+* ``embedlab bertscore --cands FILE --refs FILE``: BERTScore P, R, F1 as the ``bert-score`` package gives
+  them (system-level means printed; one line per pair to ``--out``).
 """
 
 from __future__ import annotations
@@ -58,8 +60,52 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_lines(path: Path, what: str) -> list[str]:
+    """One text per line (UTF-8, a final newline optional); an empty line is refused with its number."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} file not found: {path}")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise ValueError(f"{path}, line {number}: empty {what[:-1]} (BERTScore is undefined for an empty text)")
+    return lines
+
+
+def _cmd_bertscore(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from embedlab.matching.bertscore import bertscore, resolve_layer
+    from embedlab.models import load_model
+
+    cands, refs = read_lines(Path(args.cands), "candidates"), read_lines(Path(args.refs), "references")
+    if len(cands) != len(refs):
+        raise ValueError(f"{args.cands} has {len(cands)} lines but {args.refs} has {len(refs)}: one reference per candidate")
+    if not cands:
+        raise ValueError(f"{args.cands} and {args.refs} hold no lines")
+    model = load_model(args.model)
+    layer = resolve_layer(model, args.layer)
+    precision, recall, f1 = bertscore(cands, refs, model=model, layer=layer, idf=args.idf, rescale=args.rescale,
+                                      batch_size=args.batch_size, baseline=args.baseline)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        rows = ["line\tP\tR\tF1"] + [f"{line}\t{p:.6f}\t{r:.6f}\t{f:.6f}" for line, (p, r, f) in enumerate(zip(precision, recall, f1), start=1)]
+        out.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        print(f"wrote {len(cands)} lines to {out}", file=sys.stderr)
+    setting = f"{args.model} L{layer} {'idf' if args.idf else 'no-idf'}{' rescaled' if args.rescale else ''}"
+    print(f"{setting}: P: {np.mean(precision):.6f} R: {np.mean(recall):.6f} F1: {np.mean(f1):.6f}")
+    return 0
+
+
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``explain`` and ``train-token-weights``."""
+    """Register ``explain``, ``train-token-weights`` and ``bertscore``."""
     explain = subparsers.add_parser("explain", help="token-level matching of two texts: scores, weights and a heatmap (Fig. 2)")
     explain.add_argument("spec", help="match spec, e.g. match:minilm,weights=idf (a bare model name means match:MODEL)")
     explain.add_argument("text_a")
@@ -85,3 +131,16 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True, help="continue from a checkpoint of the same settings")
     add_quiet(train)
     train.set_defaults(handler=_cmd_train)
+
+    score = subparsers.add_parser("bertscore", help="BERTScore P, R, F1 of candidate lines against reference lines (equal to the bert-score package)")
+    score.add_argument("--cands", required=True, help="text file, one candidate per line")
+    score.add_argument("--refs", required=True, help="text file, one reference per line (line i pairs with candidate line i)")
+    score.add_argument("--model", default="minilm", help="model name or folder (default minilm)")
+    score.add_argument("--layer", type=non_negative_int, default=None, help="layer 0 (embedding output) .. L (default: the package's for known models, else the last)")
+    score.add_argument("--idf", action="store_true", help="weigh tokens by idf over the references")
+    score.add_argument("--rescale", action="store_true", help="rescale with the baseline: (s - b) / (1 - b) (embedlab's WikiText-2 baselines, not the package's)")
+    score.add_argument("--baseline", default=None, help="baseline file in the package's format (LAYER,P,R,F) for --rescale")
+    score.add_argument("--batch-size", type=positive_int, default=64, help="texts per model run and pairs per matching batch (default 64, as the package)")
+    add_out(score, help="TSV file: line, P, R, F1 of every pair")
+    add_quiet(score)
+    score.set_defaults(handler=_cmd_bertscore)
