@@ -150,6 +150,39 @@ def tiny_bert(folder):
             shutil.copy(source / name, folder / name)
 
 
+def test_scores_idf_and_padding_floors_by_hand():
+    from embedlab.matching.scoring import TextSide
+
+    # candidate tokens c0, c1 against reference tokens r0, r1, r2 (unit vectors in 2-D)
+    angle = np.deg2rad([0.0, 100.0])
+    cand = TextSide(np.array([101, 7]), np.stack([np.cos(angle), np.sin(angle)], 1).astype(np.float32), np.array([0.0, 1.0], np.float32))
+    angle = np.deg2rad([20.0, 200.0, 250.0])
+    ref = TextSide(np.array([101, 8, 9]), np.stack([np.cos(angle), np.sin(angle)], 1).astype(np.float32), np.array([0.0, 1.0, 3.0], np.float32))
+    cos = lambda degrees: float(np.cos(np.deg2rad(degrees)))  # noqa: E731
+    # c1's best match is r0 (80° apart); r1's best is c1 (100°), r2's best is c0 (110°): both negative
+    precision = cos(80.0)  # c0 ([CLS]) weighs 0
+    recall = (1 * cos(100.0) + 3 * cos(110.0)) / 4
+    got = bertscore_module.precision_recall_f1(cand, ref)
+    np.testing.assert_allclose(got, [precision, recall, 2 * precision * recall / (precision + recall)], atol=1e-6)
+    floored = bertscore_module.precision_recall_f1(cand, ref, floor_recall=True)  # negative maxima meet padding: 0
+    assert floored[1] == pytest.approx(0.0, abs=1e-7) and floored[2] == 0.0
+    # the package pads each batch to its longest candidate and reference
+    floor_p, floor_r = bertscore_module.padding_floors([3, 5, 5, 2], [4, 4, 6, 1], batch_size=3)
+    assert floor_p.tolist() == [True, True, False, False] and floor_r.tolist() == [True, False, False, False]
+    # idf over M = 3 references: log((M + 1) / (df + 1)), log(M + 1) for an unseen token
+    idf = bertscore_module.reference_idf([np.array([101, 5, 6, 102]), np.array([101, 5, 102]), np.array([101, 7, 7, 102])], 110)
+    assert idf[101] == idf[102] == 0.0
+    np.testing.assert_allclose(idf[[5, 6, 7, 8]], np.log([4 / 3, 4 / 2, 4 / 2, 4 / 1]))
+
+
+def test_explain_follows_the_package_special_tokens():
+    explanation = embedlab.load("match:minilm,mode=bertscore,weights=none").explain("A cat sits.", "A dog sits.")
+    assert explanation.tokens_a[0] == "[CLS]" and explanation.tokens_a[-1] == "[SEP]"
+    assert explanation.weights_a[0] == explanation.weights_a[-1] == 0 and explanation.weights_a[1] == 1
+    f1 = embedlab.bertscore(["A cat sits."], ["A dog sits."])[2][0]
+    assert explanation.similarity == pytest.approx(float(f1), abs=1e-5)
+
+
 # --- bad input: one clear error each, before any model runs -----------------------------------------
 
 @pytest.fixture
