@@ -1,21 +1,42 @@
 """Tiny randomly initialised models of every architecture the conformance matrix covers, built from configs.
 
-Each is saved with its language-model head (masked LM or causal LM class) and MiniLM's tokenizer (a
-BERT WordPiece vocabulary of 30,522 ids works for any architecture's embedding table), width 32, two
-blocks: seconds to build and run.
+Each is saved with its language-model head (masked LM or causal LM class) and a tiny lower-cased
+WordPiece tokenizer (:func:`save_tiny_tokenizer`: a few hundred ids, the words of the test texts plus
+single characters, so every text tokenizes), width 32, two blocks: a vocabulary this small keeps every
+vocabulary-sized step (the neural logits, ``avg:``'s table) to milliseconds.
 """
 
 from __future__ import annotations
 
-import shutil
+import string
 from pathlib import Path
 
 import torch
 
-TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
-VOCAB = 30522
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0-4
 WIDTH = 32
+# Words of every text the conformance tests and the pooling templates use; any other word splits into characters.
+WORDS = """a man is playing guitar on the stage two dogs run through snow stock market fell sharply tuesday woman slices an onion in
+kitchen plays pair of running share prices dropped steeply cutting player walked and crowd cheered like to when winter comes markets
+after announcement bank she cut tomato talk about music this sentence means from paraphrase dictionary which synonym for it dogs""".split()
+
+
+def _vocabulary() -> list[str]:
+    characters = list(string.ascii_lowercase + string.digits + string.punctuation)
+    return list(dict.fromkeys([*SPECIALS, *WORDS, *characters, *[f"##{character}" for character in characters]]))
+
+
+VOCAB = len(_vocabulary())
 COMMON = dict(vocab_size=VOCAB, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, pad_token_id=0)
+
+
+def save_tiny_tokenizer(folder: Path) -> None:
+    """A lower-cased WordPiece tokenizer over :data:`WORDS` and single characters, saved with ``tokenizer.json``."""
+    from transformers import BertTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = BertTokenizerFast(vocab={token: index for index, token in enumerate(_vocabulary())}, do_lower_case=True, model_max_length=128)
+    tokenizer.save_pretrained(folder)
 
 
 def _configs() -> dict[str, tuple[object, str]]:
@@ -31,8 +52,8 @@ def _configs() -> dict[str, tuple[object, str]]:
         "ELECTRA": (tf.ElectraConfig(hidden_size=WIDTH, embedding_size=16, max_position_embeddings=128, **COMMON), "ElectraForMaskedLM"),
         "MPNet": (tf.MPNetConfig(hidden_size=WIDTH, max_position_embeddings=130, **COMMON), "MPNetForMaskedLM"),
         "ModernBERT": (tf.ModernBertConfig(hidden_size=WIDTH, max_position_embeddings=128, local_attention=16, global_attn_every_n_layers=2,
-                                           bos_token_id=101, eos_token_id=102, cls_token_id=101, sep_token_id=102, **COMMON), "ModernBertForMaskedLM"),
-        "GPT-2": (tf.GPT2Config(vocab_size=VOCAB, n_embd=WIDTH, n_layer=2, n_head=2, n_positions=128, bos_token_id=101, eos_token_id=102), "GPT2LMHeadModel"),
+                                           bos_token_id=2, eos_token_id=3, cls_token_id=2, sep_token_id=3, **COMMON), "ModernBertForMaskedLM"),
+        "GPT-2": (tf.GPT2Config(vocab_size=VOCAB, n_embd=WIDTH, n_layer=2, n_head=2, n_positions=128, bos_token_id=2, eos_token_id=3), "GPT2LMHeadModel"),
         "Llama": (tf.LlamaConfig(hidden_size=WIDTH, num_key_value_heads=1, max_position_embeddings=128, **COMMON), "LlamaForCausalLM"),
         "Qwen2": (tf.Qwen2Config(hidden_size=WIDTH, num_key_value_heads=1, max_position_embeddings=128, **COMMON), "Qwen2ForCausalLM"),
         "Gemma3": (tf.Gemma3TextConfig(hidden_size=WIDTH, num_key_value_heads=1, head_dim=16, max_position_embeddings=128, sliding_window=16, **COMMON),
@@ -44,10 +65,8 @@ ARCHITECTURES = tuple(_configs())
 
 
 def build_tiny(architecture: str, folder: Path, seed: int = 0) -> Path:
-    """Save a tiny random ``architecture`` model (with its head) and MiniLM's tokenizer into ``folder``."""
+    """Save a tiny random ``architecture`` model (with its head) and the tiny tokenizer into ``folder``."""
     import transformers
-
-    from embedlab.models import resolve_model_path
 
     config, class_name = _configs()[architecture]
     torch.manual_seed(seed)
@@ -58,8 +77,5 @@ def build_tiny(architecture: str, folder: Path, seed: int = 0) -> Path:
                 parameter.add_(torch.randn_like(parameter) * 0.1)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
-    source = resolve_model_path("minilm")
-    for name in TOKENIZER_FILES:
-        if (source / name).exists():
-            shutil.copy(source / name, folder / name)
+    save_tiny_tokenizer(folder)
     return folder

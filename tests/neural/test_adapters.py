@@ -7,7 +7,6 @@ tests/conformance/test_matrix.py; here: what the adapters name, the errors, and 
 from __future__ import annotations
 
 import importlib.metadata
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,7 @@ from embedlab import runtime
 from embedlab.neural.adapters import AdapterError, head_layout
 from embedlab.neural.batched import BatchedTop
 from embedlab.neural.head import HeadError, load_masked_lm
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
-from tiny_models import build_tiny  # noqa: E402
+from conformance.tiny_models import VOCAB, build_tiny, save_tiny_tokenizer
 
 
 @pytest.fixture(autouse=True)
@@ -79,14 +76,10 @@ def test_untrained_head_is_the_unit_scale_for_each_norm_kind(tmp_path) -> None:
 def test_architecture_without_adapter_is_refused_with_the_supported_list(tmp_path) -> None:
     from transformers import OPTConfig, OPTForCausalLM
 
-    from tiny_models import TOKENIZER_FILES
-    from embedlab.models import resolve_model_path
-
-    model = OPTForCausalLM(OPTConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, ffn_dim=64, num_attention_heads=2,
+    model = OPTForCausalLM(OPTConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, ffn_dim=64, num_attention_heads=2,
                                      word_embed_proj_dim=32, max_position_embeddings=128))
     model.save_pretrained(tmp_path / "opt")
-    for name in TOKENIZER_FILES:
-        (tmp_path / "opt" / name).write_bytes((resolve_model_path("minilm") / name).read_bytes())
+    save_tiny_tokenizer(tmp_path / "opt")
     with pytest.raises(HeadError, match=r"OPTForCausalLM has no neural-embedding head adapter; supported masked LMs: BERT.*causal LMs: GPT-2, Llama"):
         load_masked_lm(str(tmp_path / "opt"))
 
