@@ -193,9 +193,12 @@ def _message(error: BaseException, model: str, work: Path) -> str:
 
 
 def _raised_by_embedlab(error: BaseException) -> bool:
-    """Whether the innermost frame that raised ``error`` is embedlab's own code (a refusal, not a library crash)."""
+    """Whether ``error`` comes from an explicit ``raise`` in embedlab's own code (a refusal), not from a
+    library or an operation that failed inside embedlab (a numpy broadcast, an index out of range)."""
     frames = traceback.extract_tb(error.__traceback__)
-    return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(EMBEDLAB_ROOT)
+    if not frames or not Path(frames[-1].filename).resolve().is_relative_to(EMBEDLAB_ROOT):
+        return False
+    return (frames[-1].line or "").lstrip().startswith("raise")
 
 
 def run_cell(column: str, model: str, work: Path) -> Outcome:

@@ -26,7 +26,9 @@ def _vocabulary() -> list[str]:
     return list(dict.fromkeys([*SPECIALS, *WORDS, *characters, *[f"##{character}" for character in characters]]))
 
 
-VOCAB = len(_vocabulary())
+# embedding rows: the tokenizer's ids plus a few spare rows (as real checkpoints pad their vocabulary; a
+# decoder's tokenizer may add a special token of its own when loaded)
+VOCAB = len(_vocabulary()) + 8
 COMMON = dict(vocab_size=VOCAB, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, pad_token_id=0)
 
 
