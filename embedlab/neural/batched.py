@@ -26,7 +26,7 @@ from embedlab.neural.candidates import (
 )
 from embedlab.neural.head import IGNORE_LABEL, MaskedLM
 from embedlab.neural.inputs import TextInputs, padded_inputs
-from embedlab.neural.options import HEAD_VECTORS, NeuralOptions, block_vectors, tunes_last_block
+from embedlab.neural.options import NeuralOptions, head_names, tunes_last_block
 
 
 # The head's dense pre-activation at some positions (a slice or an index tensor of any shape), given the
@@ -65,9 +65,13 @@ class BatchedAdamW:
             param.addcdiv_(exp_avg, denom, value=-step_size)
 
 
-def batched_supported(names: Sequence[str], num_layers: int) -> bool:
-    """Whether the batched path covers this parameter choice (last block's output vectors, head transform vectors)."""
-    return all(name in HEAD_VECTORS or name in block_vectors(num_layers) for name in names) and len(set(names)) == len(names)
+def batched_supported(names: Sequence[str], num_layers: int, layout=None) -> bool:
+    """Whether the batched path covers this parameter choice: the head preset's vectors, and the last block's
+    output vectors where they act position-wise after everything frozen (post-LN encoders)."""
+    head, block = head_names(num_layers, layout)
+    if layout is not None and not layout.block_batched:
+        block = ()
+    return all(name in head or name in block for name in names) and len(set(names)) == len(names)
 
 
 @dataclass
@@ -79,6 +83,7 @@ class FrozenFeatures:
     owner: torch.Tensor  # (positions,) text index within the group
     plain: list[torch.Tensor] = field(default_factory=list)  # per text: pre-LayerNorm sums of unmasked chunks (variants)
     plain_mask: list[torch.Tensor] = field(default_factory=list)
+    multiplicity: torch.Tensor | None = None  # (positions,) loss weight of each position (causal LMs: rows selecting it); None = 1
 
 
 def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bool, need_plain: bool, token_budget: int = 1024) -> FrozenFeatures:
@@ -97,11 +102,20 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
     neighbours.
     """
     model = masked_lm.model
+    layout = masked_lm.layout
     captured: list[torch.Tensor] = []
     hook = None
     if block_mode or need_plain:
-        norm = model.bert.encoder.layer[-1].output.LayerNorm
+        if layout is not None and not layout.block_batched:
+            raise ValueError(f"neural: the batched path cannot tune or read {layout.family}'s last block (not a post-LN block); use the reference path")
+        norm = layout.block_norm_module(model) if layout is not None else model.bert.encoder.layer[-1].output.LayerNorm
         hook = norm.register_forward_pre_hook(lambda module, args: captured.append(args[0].detach()))
+
+    def forward(ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+        if layout is None:
+            return model.bert(input_ids=ids, attention_mask=attention).last_hidden_state
+        return layout.features(model, ids, attention)
+
     states: list[torch.Tensor] = [torch.empty(0)] * len(group)
     plain, plain_masks = [], []
     try:
@@ -110,7 +124,7 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
                 captured.clear()
                 ids = torch.cat([group[index].input_ids for index in batch])
                 attention = torch.cat([group[index].attention_mask for index in batch])
-                hidden = model.bert(input_ids=ids, attention_mask=attention).last_hidden_state
+                hidden = forward(ids, attention)
                 rows = captured[-1] if block_mode else hidden
                 for index, text_rows in zip(batch, rows.split([len(group[index].input_ids) for index in batch])):
                     states[index] = text_rows[group[index].labels != IGNORE_LABEL].clone()
@@ -118,7 +132,7 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
                 for inputs in group:
                     captured.clear()
                     ids, attention = padded_inputs(inputs.chunks, masked_lm.tokenizer)
-                    model.bert(input_ids=ids, attention_mask=attention)
+                    forward(ids, attention)
                     plain.append(captured[-1].clone())
                     plain_masks.append(attention.bool())
     finally:
@@ -126,7 +140,13 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
             hook.remove()
     labels = [inputs.labels[inputs.labels != IGNORE_LABEL] for inputs in group]
     owners = [torch.full((len(text_labels),), index, dtype=torch.long) for index, text_labels in enumerate(labels)]
-    return FrozenFeatures(torch.cat(states), torch.cat(labels), torch.cat(owners), plain, plain_masks)
+    multiplicity = None
+    if any(inputs.label_weights is not None for inputs in group):
+        multiplicity = torch.cat([
+            inputs.label_weights[inputs.labels != IGNORE_LABEL] if inputs.label_weights is not None else torch.ones(len(text_labels))
+            for inputs, text_labels in zip(group, labels)
+        ])
+    return FrozenFeatures(torch.cat(states), torch.cat(labels), torch.cat(owners), plain, plain_masks, multiplicity)
 
 
 def _same_shape_batches(group: list[TextInputs], token_budget: int) -> list[list[int]]:
@@ -155,24 +175,30 @@ class BatchedTop(torch.nn.Module):
     def __init__(self, masked_lm: MaskedLM, names: Sequence[str], texts: int) -> None:
         super().__init__()
         model = masked_lm.model
-        config = model.config
+        layout = masked_lm.layout
         self.names = list(names)
         self.texts = texts
-        self.block_names = block_vectors(masked_lm.num_layers)
-        self.block_mode = tunes_last_block(names, masked_lm.num_layers)
+        head, block = head_names(masked_lm.num_layers, layout)
+        self.block_names = block if layout is None or layout.block_batched else ()
+        self.block_mode = tunes_last_block(names, masked_lm.num_layers, layout)
         state = dict(model.named_parameters())
-        self.original = {name: state[name].detach().clone() for name in (*self.block_names, *HEAD_VECTORS)}
+        if layout is None:  # a hand-built BERT instance: BERT's own names
+            from embedlab.neural.adapters import head_layout
+
+            layout = head_layout(model)
+        self.layout = layout
+        self.head_norm = layout.norm
+        self.block_norm = layout.block_norm
+        self.head_names = (layout.norm.weight, layout.norm.bias, layout.dense_bias)  # None where the head lacks one
+        self.original = {name: state[name].detach().clone() for name in (*self.block_names, *head, layout.norm.weight)}
         # every tuned vector starts, for every text, at the model's value
         self.tuned = {name: self.original[name].unsqueeze(0).repeat(texts, 1).contiguous() for name in names}
         for tensor in self.tuned.values():
             tensor.requires_grad_(True)
-        self.block_eps = float(model.bert.encoder.layer[-1].output.LayerNorm.eps)
-        self.head_eps = float(model.cls.predictions.transform.LayerNorm.eps)
-        self.dense_weight = model.cls.predictions.transform.dense.weight.detach()
-        self.activation = model.cls.predictions.transform.transform_act_fn
-        self.decoder_weight = model.cls.predictions.decoder.weight.detach()
-        self.output_bias = model.cls.predictions.bias.detach()
-        self.hidden_size = int(config.hidden_size)
+        self.dense_weight = state[layout.dense_weight].detach() if layout.dense_weight else None
+        self.activation = layout.activation
+        self.decoder_weight = model.get_output_embeddings().weight.detach()
+        self.output_bias = state[layout.output_bias].detach() if layout.output_bias else torch.zeros(self.decoder_weight.shape[0])
         self._one_hot_of: tuple[torch.Tensor, torch.Tensor] | None = None  # (owner, its one-hot matrix)
 
     def vector(self, name: str, owner: torch.Tensor) -> torch.Tensor:
@@ -197,29 +223,32 @@ class BatchedTop(torch.nn.Module):
 
     def block_output(self, features: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
         """Last block's output LayerNorm with the (possibly tuned) dense bias change and affine vectors."""
-        weight_name, bias_name, dense_bias_name = self.block_names
+        norm = self.block_norm
+        dense_bias_name = self.layout.block_dense_bias
         shifted = features
         if dense_bias_name in self.tuned:
             shifted = features + (self.vector(dense_bias_name, owner) - self.original[dense_bias_name])
-        normalised = torch.nn.functional.layer_norm(shifted, (self.hidden_size,), eps=self.block_eps)
-        return normalised * self.vector(weight_name, owner) + self.vector(bias_name, owner)
+        return norm.apply(shifted, self.vector(norm.weight, owner), self.vector(norm.bias, owner) if norm.bias else None)
 
     def original_block_output(self, features: torch.Tensor) -> torch.Tensor:
         """Last block's output LayerNorm with the model's own vectors (the untuned hidden states)."""
-        weight_name, bias_name, _ = self.block_names
-        return torch.nn.functional.layer_norm(features, (self.hidden_size,), self.original[weight_name], self.original[bias_name], self.block_eps)
+        norm = self.block_norm
+        if norm.kind == "layer":
+            return torch.nn.functional.layer_norm(features, (norm.width,), self.original[norm.weight], self.original[norm.bias] if norm.bias else None, norm.eps)
+        return norm.apply(features, self.original[norm.weight], None)
 
     def head_input(self, features: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
-        """The head's dense pre-activation without bias (fixed in head mode, so computed once there)."""
+        """The head's dense pre-activation without bias (fixed in head mode, so computed once there); the features themselves without a dense layer."""
         hidden = self.block_output(features, owner) if self.block_mode else features
-        return hidden @ self.dense_weight.T
+        return hidden @ self.dense_weight.T if self.dense_weight is not None else hidden
 
     def transformed(self, dense_out: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
         """The head transform's output: the decoder input ``z`` of each position."""
-        norm_weight, norm_bias, dense_bias = HEAD_VECTORS
-        transformed = self.activation(dense_out + self.vector(dense_bias, owner))
-        transformed = torch.nn.functional.layer_norm(transformed, (self.hidden_size,), eps=self.head_eps)
-        return transformed * self.vector(norm_weight, owner) + self.vector(norm_bias, owner)
+        norm_weight, norm_bias, dense_bias = self.head_names
+        transformed = dense_out + self.vector(dense_bias, owner) if dense_bias else dense_out
+        if self.activation is not None:
+            transformed = self.activation(transformed)
+        return self.head_norm.apply(transformed, self.vector(norm_weight, owner), self.vector(norm_bias, owner) if norm_bias else None)
 
     def logits(self, dense_out: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.linear(self.transformed(dense_out, owner), self.decoder_weight, self.output_bias)
@@ -251,12 +280,16 @@ def micro_tune_batched(
     then stays under glibc's 32 MB mmap threshold and is reused, instead of being mapped and
     zero-filled afresh for every slice.
     """
-    if not batched_supported(options.params, masked_lm.num_layers):
+    if not batched_supported(options.params, masked_lm.num_layers, masked_lm.layout):
         raise ValueError(f"neural: the batched path does not cover params {list(options.params)}; use the reference path")
     top = BatchedTop(masked_lm, options.params, len(group))
     frozen = frozen_features(masked_lm, group, top.block_mode, need_plain)
-    counts = torch.bincount(frozen.owner, minlength=len(group)).to(torch.float32)
-    weights = 1.0 / counts[frozen.owner]
+    if frozen.multiplicity is None:
+        counts = torch.bincount(frozen.owner, minlength=len(group)).to(torch.float32)
+        weights = 1.0 / counts[frozen.owner]
+    else:  # each position weighted by how many rows select it, each text's weights summing to one
+        totals = torch.bincount(frozen.owner, weights=frozen.multiplicity, minlength=len(group)).to(torch.float32)
+        weights = frozen.multiplicity / totals[frozen.owner]
     fixed_dense = None
     if not top.block_mode:
         with torch.no_grad():

@@ -32,7 +32,7 @@ from embedlab.methods.base import Family, VectorMethod
 from embedlab.neural.batched import batched_supported, micro_tune_batched
 from embedlab.neural.candidates import SOFTMAX_MODES
 from embedlab.neural.head import MaskedLM, load_masked_lm
-from embedlab.neural.inputs import BLUEPRINTS, TextInputs, text_inputs
+from embedlab.neural.inputs import BLUEPRINTS, TextInputs, causal_text_inputs, text_inputs
 from embedlab.neural.options import HEAD_VECTORS, NeuralOptions, check_parameters, resolve_parameter_names
 from embedlab.neural.reference import micro_tune_reference, text_seed
 from embedlab.neural.variants import (
@@ -135,7 +135,7 @@ def embed_texts_variants(
     (``neural``: Eq. 1 on the weight changes; the others: Appendix G hidden-layer outputs).
     """
     variants = tuple(dict.fromkeys(variants))
-    check_variants(variants, options, masked_lm.num_layers)
+    check_variants(variants, options, masked_lm.num_layers, masked_lm.layout)
     check_parameters(masked_lm.model, options.params)
     if path not in PATHS:
         raise ValueError(f"neural: path must be 'batched' or 'reference', got {path!r}")
@@ -143,7 +143,9 @@ def embed_texts_variants(
     if hidden and path == "reference":
         raise ValueError("neural: the hidden-layer variants are computed on the batched path only")
     indices = list(indices) if indices is not None else list(range(len(texts)))
-    all_inputs = [text_inputs(text, masked_lm.tokenizer, masked_lm.max_length, options.blueprints, f"text {index}") for text, index in zip(texts, indices)]
+    causal = masked_lm.layout is not None and masked_lm.layout.causal
+    make_inputs = causal_text_inputs if causal else text_inputs
+    all_inputs = [make_inputs(text, masked_lm.tokenizer, masked_lm.max_length, options.blueprints, f"text {index}") for text, index in zip(texts, indices)]
     if path == "reference":
         results: list[np.ndarray] = []
         for text, inputs, index in zip(texts, all_inputs, indices):
@@ -213,7 +215,7 @@ class NeuralEmbedder:
     def _resolve_options(self) -> NeuralOptions:
         """The option strings as a :class:`NeuralOptions` for this model (presets and ablations applied)."""
         values = self.values
-        names = resolve_parameter_names(values["params"], self.masked_lm.num_layers)
+        names = resolve_parameter_names(values["params"], self.masked_lm.num_layers, self.masked_lm.layout)
         if values["skip-layer"] != "none":
             skip = int(values["skip-layer"])
             if skip >= len(names) or len(names) == 1:
@@ -239,7 +241,8 @@ class NeuralEmbedder:
         """The micro-tuning path: ``auto`` picks the batched one wherever it covers the parameters."""
         chosen = self.values["path"]
         if chosen == "auto":
-            return "batched" if batched_supported(self.options.params, self.masked_lm.num_layers) or self.options.variant != "neural" else "reference"
+            supported = batched_supported(self.options.params, self.masked_lm.num_layers, self.masked_lm.layout)
+            return "batched" if supported or self.options.variant != "neural" else "reference"
         return chosen
 
     @property
@@ -269,7 +272,7 @@ class NeuralEmbedder:
         missing = [text for text in dict.fromkeys(texts) if text not in found]
         if missing:
             own = self.options.variant
-            variants = shared_run_variants(self.options, self.masked_lm.num_layers) if self.use_cache and self.path == "batched" else (own,)
+            variants = shared_run_variants(self.options, self.masked_lm.num_layers, self.masked_lm.layout) if self.use_cache and self.path == "batched" else (own,)
             first_index = {text: position for position, text in reversed(list(enumerate(texts)))}
             bar = runtime.progress_bar(total=len(missing), desc="neural micro-tuning", unit=" texts",
                                        disable=not runtime.show_progress(bool(show_progress_bar)))  # rate and ETA

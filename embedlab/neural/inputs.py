@@ -8,6 +8,12 @@
 Special tokens stay outside the periodic pattern: the pattern runs over a chunk's text tokens and
 ``[CLS]``/``[SEP]`` are added around each row, never masked, never labelled. Rows that mask nothing
 carry no loss and are left out of the micro-tuning set.
+
+Causal LMs (:func:`causal_text_inputs`) have no mask token and see only the left context, so nothing is
+replaced in the input: each chunk is one row (after the tokenizer's BOS token where it has one) and the
+blueprints decide which positions count in the next-token loss. A text token counts once for every
+blueprint row that masks it (``label_weights``); every epoch's loss is the weighted mean over all rows,
+as the masked path's is the mean over all rows' masked tokens (docs/neural.md, "Causal LMs").
 """
 
 from __future__ import annotations
@@ -81,6 +87,7 @@ class TextInputs:
     attention_mask: torch.Tensor  # (rows, length)
     labels: torch.Tensor  # (rows, length), IGNORE_LABEL where nothing is predicted
     chunks: list[list[int]]  # the text's chunks (token ids, no special tokens)
+    label_weights: torch.Tensor | None = None  # (rows, length) causal LMs: how many blueprint rows count each position; None = 1
 
     @property
     def masked_positions(self) -> int:
@@ -125,3 +132,43 @@ def padded_inputs(sequences: Sequence[Sequence[int]], tokenizer) -> tuple[torch.
         input_ids[index, : len(ids) + 2] = torch.tensor([tokenizer.cls_token_id, *ids, tokenizer.sep_token_id])
         attention[index, : len(ids) + 2] = 1
     return input_ids, attention
+
+
+def causal_text_inputs(text: str, tokenizer, max_length: int, blueprints: Sequence[tuple[int, int]], where: str) -> TextInputs:
+    """A causal LM's micro-tuning set of ``text``: one row per sentence-packed chunk, next-token labels.
+
+    The label of row position i is the token at i + 1 (so a position's features predict its label, as
+    at a masked position), kept where the blueprints select that text token; its weight is the number of
+    blueprint rows (Fig. 10, all shifts) that mask it. A chunk's first token is predicted from the BOS
+    token when the tokenizer has one, and is not predicted otherwise.
+    """
+    def tokenize(piece: str) -> list[int]:
+        return tokenizer(piece, add_special_tokens=False, verbose=False)["input_ids"]
+
+    if not isinstance(text, str):
+        raise TypeError(f"{where}: expected a string, got {type(text).__name__}")
+    prefix = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    chunks = [chunk for chunk in chunk_token_ids(text, tokenize, max_length - len(prefix)) if chunk]
+    if not chunks:
+        raise ValueError(f"{where}: the text is empty (no tokens), a neural embedding needs at least one token")
+    length = max(len(chunk) for chunk in chunks) + len(prefix)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    input_ids = torch.full((len(chunks), length), pad, dtype=torch.long)
+    attention = torch.zeros((len(chunks), length), dtype=torch.long)
+    labels = torch.full((len(chunks), length), IGNORE_LABEL, dtype=torch.long)
+    weights = torch.zeros((len(chunks), length), dtype=torch.float32)
+    for row, chunk in enumerate(chunks):
+        input_ids[row, : len(prefix) + len(chunk)] = torch.tensor(prefix + list(chunk))
+        attention[row, : len(prefix) + len(chunk)] = 1
+        counts = [0] * len(chunk)
+        for _, row_labels in chunk_rows(chunk, blueprints, mask_token_id=-1):
+            for position, label in enumerate(row_labels):
+                counts[position] += label != IGNORE_LABEL
+        for position, count in enumerate(counts):
+            predictor = len(prefix) + position - 1  # the row position whose output predicts this token
+            if count and predictor >= 0:
+                labels[row, predictor] = chunk[position]
+                weights[row, predictor] = float(count)
+    if not bool((labels != IGNORE_LABEL).any()):
+        raise ValueError(f"{where}: the text has one token and the tokenizer no BOS token, so no token can be predicted from its left context")
+    return TextInputs(input_ids, attention, labels, chunks, weights)

@@ -28,25 +28,37 @@ def block_vectors(num_layers: int) -> tuple[str, str, str]:
     return (prefix + "LayerNorm.weight", prefix + "LayerNorm.bias", prefix + "dense.bias")
 
 
-def tunes_last_block(names: Sequence[str], num_layers: int) -> bool:
+def head_names(num_layers: int, layout=None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The model's head preset and last-block preset: from its head layout (:mod:`~embedlab.neural.adapters`), BERT's without one."""
+    if layout is None:
+        return HEAD_VECTORS, block_vectors(num_layers)
+    return layout.head_vectors, layout.block_vectors
+
+
+def tunes_last_block(names: Sequence[str], num_layers: int, layout=None) -> bool:
     """Whether any of ``names`` is one of the last block's output vectors (what the tuned variants read)."""
-    block = block_vectors(num_layers)
+    block = head_names(num_layers, layout)[1]
     return any(name in block for name in names)
 
 
-def resolve_parameter_names(spec: str, num_layers: int) -> list[str]:
+def resolve_parameter_names(spec: str, num_layers: int, layout=None) -> list[str]:
     """Parameter names from a preset (``head``, ``block``, ``block-dense-bias``) or ``;``-separated names.
 
-    In explicit names ``layer.last`` stands for the model's last block (BERT-base's "block 11").
+    The presets come from the model's head layout (BERT's names without one). In explicit names a
+    path segment ``last`` stands for the model's last block (``bert.encoder.layer.last.…`` = BERT-base's "block 11").
     """
+    head, block = head_names(num_layers, layout)
+    if spec == "block-dense-bias" and layout is not None and not layout.block_batched:
+        raise ValueError(f"neural: params=block-dense-bias names a post-LN block's output dense bias; {layout.family} has none (use params=block)")
     presets = {
-        "head": list(HEAD_VECTORS),
-        "block": list(block_vectors(num_layers)),
-        "block-dense-bias": [block_vectors(num_layers)[2]],  # Appendix G's neural-1
+        "head": list(head),
+        "block": list(block),
+        "block-dense-bias": list(block[2:3]),  # Appendix G's neural-1
     }
     if spec in presets:
         return presets[spec]
-    names = [name.strip().replace("layer.last.", f"layer.{num_layers - 1}.") for name in spec.split(";") if name.strip()]
+    last = str(num_layers - 1)
+    names = [".".join(last if part == "last" else part for part in name.strip().split(".")) for name in spec.split(";") if name.strip()]
     if not names:
         raise ValueError(f"neural: params={spec!r} names no parameter")
     return names

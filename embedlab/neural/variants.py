@@ -33,13 +33,18 @@ def weight_change_embedding(changes: Sequence[torch.Tensor], where: str = "") ->
     return joined / joined.norm()
 
 
-def check_variants(variants: Sequence[str], options: NeuralOptions, num_layers: int) -> None:
+def check_variants(variants: Sequence[str], options: NeuralOptions, num_layers: int, layout=None) -> None:
     """Raise unless every name is a variant and the tuned ones can be read off a run with ``options``."""
     for variant in variants:
         if variant not in VARIANTS:
             raise ValueError(f"neural: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    hidden = [variant for variant in variants if variant != "neural"]
+    if hidden and layout is not None and not layout.block_batched:
+        raise ValueError(
+            f"neural: variant {hidden[0]!r} reads a post-LN last block's output (Appendix G); {layout.family} has none, so only variant=neural runs"
+        )
     reading_tuned_block = [variant for variant in variants if variant != "neural" and variant not in UNTUNED_VARIANTS]
-    if reading_tuned_block and not tunes_last_block(options.params, num_layers):
+    if reading_tuned_block and not tunes_last_block(options.params, num_layers, layout):
         raise ValueError(
             f"neural: variant {reading_tuned_block[0]!r} reads the last block's output, so params must tune the last block (e.g. params=block)"
         )
@@ -88,7 +93,7 @@ def hidden_variants(top: BatchedTop, frozen: FrozenFeatures, index: int, variant
     return result
 
 
-def shared_run_variants(options: NeuralOptions, num_layers: int) -> tuple[str, ...]:
+def shared_run_variants(options: NeuralOptions, num_layers: int, layout=None) -> tuple[str, ...]:
     """Variants one batched micro-tuning run with ``options`` yields besides its own (Appendix G).
 
     When the last block is tuned, the neural embedding and all six hidden-layer variants come from the same
@@ -97,6 +102,8 @@ def shared_run_variants(options: NeuralOptions, num_layers: int) -> tuple[str, .
     """
     if options.variant in UNTUNED_VARIANTS:  # no micro-tuning run to share beyond the other untuned one
         return UNTUNED_VARIANTS
-    if batched_supported(options.params, num_layers) and tunes_last_block(options.params, num_layers):
+    if layout is not None and not layout.block_batched:
+        return (options.variant,)
+    if batched_supported(options.params, num_layers, layout) and tunes_last_block(options.params, num_layers, layout):
         return VARIANTS
     return (options.variant,)

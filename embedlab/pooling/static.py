@@ -110,6 +110,12 @@ def model_random_table(model: LoadedModel, seed: int, std: float, dim: int | Non
 
 def avg_tables(model: LoadedModel, contexts: Sequence[str] | None = None, show_progress_bar: bool | None = True) -> np.ndarray:
     """The cached (L+2, V, d) Avg tables for ``model`` over ``contexts`` (default: WikiText-2 train), read-only."""
+    embedding_width = int(model.model.get_input_embeddings().weight.shape[1])
+    if embedding_width != model.hidden_size:  # the tables stack the input embeddings (layer -1) with every layer's states
+        raise ValueError(
+            f"avg: model {model.name!r} has input embeddings of width {embedding_width} but hidden states of width "
+            f"{model.hidden_size} (factorised embeddings, as in ALBERT and ELECTRA); the Avg tables need one width"
+        )
     if contexts is None:
         contexts = wikitext2_paragraphs("train", unk_token=model.tokenizer.unk_token or "<unk>")
     key = f"{model.fingerprint}-{_corpus_key(contexts)}-avg-tables"

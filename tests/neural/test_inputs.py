@@ -63,3 +63,27 @@ def test_long_text_is_cut_into_sentence_packed_chunks(masked_minilm, sentences) 
     tokenizer = short.tokenizer
     assert [tokenizer.decode(chunk) for chunk in inputs.chunks] == [tokenizer.decode(tokenizer(s, add_special_tokens=False)["input_ids"]) for s in sentences]
     assert inputs.input_ids.shape[0] == 3 * 12  # the inputs of all chunks form one micro-tuning set
+
+
+def test_causal_inputs_keep_the_text_and_weight_next_token_labels_by_blueprint_rows(masked_minilm) -> None:
+    import copy
+
+    from embedlab.neural.inputs import causal_text_inputs
+
+    tokenizer = masked_minilm.tokenizer  # a BERT vocabulary: no BOS token
+    ids = tokenizer("dogs run fast", add_special_tokens=False)["input_ids"]
+    assert len(ids) == 3
+    # three tokens, all four blueprints: (2,1) masks each once, (1,1) once, (1,2) twice, (1,3) twice (shifts 0-2 of 4) = 6
+    plain = causal_text_inputs("dogs run fast", tokenizer, 32, BLUEPRINTS, "text 0")
+    assert plain.input_ids.tolist() == [ids]  # one row, nothing replaced
+    assert plain.labels.tolist() == [[ids[1], ids[2], IGNORE_LABEL]]  # position i predicts token i + 1; the first token has no left context
+    assert plain.label_weights.tolist() == [[6.0, 6.0, 0.0]]
+    with_bos = copy.deepcopy(tokenizer)
+    with_bos.bos_token = "[CLS]"
+    framed = causal_text_inputs("dogs run fast", with_bos, 32, BLUEPRINTS[:1], "text 0")
+    assert framed.input_ids.tolist() == [[with_bos.bos_token_id, *ids]]
+    assert framed.labels.tolist() == [[*ids, IGNORE_LABEL]] and framed.label_weights.tolist() == [[1.0, 1.0, 1.0, 0.0]]
+    import pytest
+
+    with pytest.raises(ValueError, match="text 4: the text has one token and the tokenizer no BOS token"):
+        causal_text_inputs("dogs", tokenizer, 32, BLUEPRINTS, "text 4")

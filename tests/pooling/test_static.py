@@ -95,3 +95,14 @@ def test_avg_tables_are_stored_checksummed_and_read_back(minilm, isolated_cache,
     runtime.clear()
     np.testing.assert_array_equal(static.avg_tables(minilm, CORPUS), first)  # read back from disk
     assert len(computed) == 1 and len(list((isolated_cache / "static").glob("*.safetensors"))) == 1
+
+
+def test_avg_refuses_a_model_whose_input_embeddings_are_narrower_than_its_states(tmp_path):
+    """ALBERT and ELECTRA factorise their embeddings (width 16 here, states 32): one clear error, not a numpy broadcast."""
+    from conformance.tiny_models import build_tiny
+    from embedlab.models import load_model
+    from embedlab.pooling.static import avg_tables
+
+    model = load_model(str(build_tiny("ALBERT", tmp_path / "albert")))
+    with pytest.raises(ValueError, match="input embeddings of width 16 but hidden states of width 32"):
+        avg_tables(model, ["a man is playing a guitar"])
