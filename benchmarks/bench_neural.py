@@ -7,6 +7,11 @@ each path (analytic count of the work it does), and a plain matrix-multiply GFLO
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/bench_neural.py [--texts 200] [--threads 2]
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/bench_neural.py --compare candidates --candidates 64,256,1024
+    HF_HUB_OFFLINE=1 python benchmarks/bench_neural.py --device cuda --texts 2000 --threads 2
+
+``--device cuda|cpu`` (``--compare device``): the batched exact and candidate-set paths on that device
+beside the CPU batched path on the same texts (texts/s, speed-up, cosine device vs CPU), and the
+GFLOP/s they reach against a plain float32 matmul on that device (TF32 off, as micro-tuning runs).
 
 Timings on a shared machine are contended: the load average is printed next to them.
 """
@@ -26,7 +31,8 @@ from _common import sts_test_pairs
 
 from embedlab.neural.batched import BatchedTop, frozen_features
 from embedlab.neural.candidates import candidate_sets, top_ids
-from embedlab.neural.family import embed_texts
+from embedlab.neural.device import full_float32, resolve_device
+from embedlab.neural.family import embed_texts, masked_lm_on
 from embedlab.neural.head import load_masked_lm
 from embedlab.neural.inputs import text_inputs
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
@@ -140,16 +146,59 @@ def compare_candidates(masked_lm, texts: list[str], options: NeuralOptions, coun
     return figures
 
 
-def matmul_gflops(repeats: int = 5) -> float:
-    """Plain float32 matmul speed at the decoder's shape: (2048 x 384) @ (384 x 30522)."""
-    left = torch.randn(2048, 384)
-    right = torch.randn(384, 30522)
-    torch.mm(left, right)
-    started = time.perf_counter()
-    for _ in range(repeats):
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_gflops(repeats: int = 5, device: torch.device | str = "cpu") -> float:
+    """Plain float32 matmul speed at the decoder's shape: (2048 x 384) @ (384 x 30522), TF32 off."""
+    device = torch.device(device)
+    left = torch.randn(2048, 384, device=device)
+    right = torch.randn(384, 30522, device=device)
+    with full_float32():
         torch.mm(left, right)
+        _synchronize(device)
+        started = time.perf_counter()
+        for _ in range(repeats):
+            torch.mm(left, right)
+        _synchronize(device)
     seconds = (time.perf_counter() - started) / repeats
     return 2 * 2048 * 384 * 30522 / seconds / 1e9
+
+
+def compare_device(masked_lm, texts: list[str], options: NeuralOptions, device: torch.device, count: int) -> dict:
+    """Batched exact and candidate-set (K = ``count``) paths on ``device`` beside the CPU batched path, same texts."""
+    on_device = masked_lm_on(masked_lm, device)
+    candidates = replace(options, softmax="candidates", candidates=count)
+    embed_texts(on_device, texts[:2], replace(options, epochs=1))  # warm-up: kernels, allocator, memory budget query
+    exact_flops, candidate_flops, sizes = candidate_work(masked_lm, texts, options, [count])
+    figures: dict = {"texts": len(texts), "device": str(device), "candidates": count, "mean_candidates": sizes[count]}
+    matmul = matmul_gflops(device=device)
+    figures["matmul_gflops_per_s"] = matmul
+    runs = {}
+    for name, run_options, flops in (("exact", options, exact_flops), ("candidates", candidates, candidate_flops[count])):
+        for where, lm, label in (("device", on_device, str(device)), ("cpu", masked_lm, "CPU path")):
+            started = time.perf_counter()
+            vectors = embed_texts(lm, texts, run_options, path="batched")
+            seconds = time.perf_counter() - started
+            runs[name, where] = vectors
+            row = {"s": seconds, "texts_per_s": len(texts) / seconds, "gflops_per_s": flops / seconds / 1e9}
+            figures[f"{name}_{where}"] = row
+            print(f"  {name:10s} on {label:8s}: {row['texts_per_s']:8.2f} texts/s ({seconds:.1f} s), {row['gflops_per_s']:.1f} GFLOP/s, "
+                  f"load average {os.getloadavg()[0]:.1f}", flush=True)
+        device_vectors, cpu_vectors = runs[name, "device"], runs[name, "cpu"]
+        cosines = (device_vectors * cpu_vectors).sum(axis=1) / np.linalg.norm(device_vectors, axis=1) / np.linalg.norm(cpu_vectors, axis=1)
+        device_row, cpu_row = figures[f"{name}_device"], figures[f"{name}_cpu"]
+        figures[name] = {"speedup_vs_cpu": device_row["texts_per_s"] / cpu_row["texts_per_s"], "fraction_of_matmul": device_row["gflops_per_s"] / matmul,
+                         "cosine_device_cpu_min": float(cosines.min()), "cosine_device_cpu_mean": float(cosines.mean())}
+        print(f"{name}: {device_row['texts_per_s']:.2f} texts/s on {device} vs {cpu_row['texts_per_s']:.2f} on the CPU "
+              f"({figures[name]['speedup_vs_cpu']:.2f}x); {device_row['gflops_per_s']:.1f} GFLOP/s = {100 * figures[name]['fraction_of_matmul']:.1f} % "
+              f"of the plain matmul's {matmul:.1f} on {device}; cosine {device} vs CPU min {figures[name]['cosine_device_cpu_min']:.7f}")
+    cosines = (runs["exact", "cpu"] * runs["candidates", "cpu"]).sum(axis=1)
+    figures["cosine_candidates_exact_cpu_min"] = float((cosines / np.linalg.norm(runs["exact", "cpu"], axis=1) / np.linalg.norm(runs["candidates", "cpu"], axis=1)).min())
+    figures["cpu_matmul_gflops_per_s"] = matmul_gflops()
+    return figures
 
 
 def main() -> None:
@@ -162,16 +211,30 @@ def main() -> None:
     parser.add_argument("--head", default="auto", help="auto (the shipped/own head), untrained, or a head file")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
-    parser.add_argument("--compare", choices=("reference", "candidates"), default="reference",
-                        help="reference: per-text reference vs batched; candidates: batched candidates vs batched exact")
+    parser.add_argument("--compare", choices=("reference", "candidates", "device"), default=None,
+                        help="reference: per-text reference vs batched; candidates: batched candidates vs batched exact; "
+                             "device: batched paths on --device vs on the CPU (the default when --device is given, else reference)")
+    parser.add_argument("--device", default=None, help="--compare device: cuda, cuda:N or cpu (auto: CUDA where present)")
     parser.add_argument("--candidates", default="256", help="--compare candidates: comma-separated K values")
     args = parser.parse_args()
+    args.compare = args.compare or ("device" if args.device else "reference")
     torch.set_num_threads(args.threads)
     masked_lm = load_masked_lm(args.model, head=args.head)
     texts = sts_test_sentences(args.texts)
     options = NeuralOptions(tuple(resolve_parameter_names(args.params, masked_lm.num_layers)), epochs=args.epochs)
     print(f"model {args.model} (head: {masked_lm.head_origin}), {len(texts)} STS-B test sentences, params={args.params}, "
           f"epochs={args.epochs}, torch threads {torch.get_num_threads()}, load average before: {os.getloadavg()}")
+    if args.compare == "device":
+        device = resolve_device(args.device or "auto")
+        name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+        print(f"device {device} ({name}); CPU path on {torch.get_num_threads()} threads; candidate-set K={args.candidates}")
+        figures = compare_device(masked_lm, texts, options, device, int(args.candidates))
+        figures.update(load_average_after=os.getloadavg(), threads=torch.get_num_threads(), params=args.params, device_name=name)
+        print(f"plain matmul on the CPU: {figures['cpu_matmul_gflops_per_s']:.1f} GFLOP/s; load average after {figures['load_average_after']}")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as stream:
+                json.dump(figures, stream, indent=2)
+        return
     matmul_before = matmul_gflops()
     if args.compare == "candidates":
         counts = [int(count) for count in args.candidates.split(",")]

@@ -22,7 +22,7 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -31,7 +31,11 @@ from embedlab import runtime
 from embedlab.data.corpus import Corpus
 from embedlab.engines.fitting import fit_parts, load_vector_method, needs_corpus_fit, restore_parts
 from embedlab.engines.runner import slice_rows
+from embedlab.methods import registry
 from embedlab.methods.base import VectorMethod
+
+# Method families whose work runs on a GPU where the actor has one (the batched micro-tuning path).
+GPU_FAMILIES = ("neural",)
 
 
 def import_ray():
@@ -104,21 +108,41 @@ class _Encoder:
         return np.array(shards, dtype=np.int64), np.array(positions, dtype=np.int64), np.array(ids, dtype=id_type), texts
 
 
-def _pool_size(workers: int | None) -> int:
-    return workers or max(1, int(import_ray().cluster_resources().get("CPU", 1)))
+def uses_gpu(spec: str) -> bool:
+    """Whether ``spec`` has a part of a GPU family (:data:`GPU_FAMILIES`) not pinned to the CPU with ``device=cpu``."""
+    parsed = registry.parse(spec)
+    parts = getattr(parsed, "parts", (parsed,))
+    return any(part.family in GPU_FAMILIES and part.get("device") != "cpu" for part in parts)
 
 
-def _encode_dataset(dataset, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, rows: int, workers: int,
+def actor_plan(spec: str, cluster: Mapping[str, float], workers: int | None) -> tuple[int, dict[str, float]]:
+    """The actor pool for ``spec`` on a cluster with ``cluster`` resources (``ray.cluster_resources()``):
+    ``(actors, each actor's resource request)``.
+
+    A GPU family's actors each ask for one GPU (``num_gpus=1``) when the cluster has any, one actor per
+    GPU, so Ray places them one to a GPU across the nodes and a multi-GPU cluster scales the run; with
+    ``workers`` set to more actors than GPUs they share them (``num_gpus`` = GPUs / actors). Other
+    methods, and any method on a cluster without GPUs: one CPU per actor, one actor per CPU.
+    """
+    gpus = float(cluster.get("GPU", 0))
+    if gpus > 0 and uses_gpu(spec):
+        size = workers or max(1, int(gpus))
+        return size, {"num_cpus": 1, "num_gpus": min(1.0, gpus / size)}
+    return workers or max(1, int(cluster.get("CPU", 1))), {"num_cpus": 1}
+
+
+def _encode_dataset(dataset, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, rows: int, workers: int | None,
                     corpus: Corpus | None = None):
-    """``dataset`` (one block per slice) mapped through a pool of ``workers`` :class:`_Encoder` actors, one
-    slice per call; a dead actor is restarted and its slice retried (Ray Data's default for actor pools)."""
+    """``dataset`` (one block per slice) mapped through a pool of :class:`_Encoder` actors (:func:`actor_plan`),
+    one slice per call; a dead actor is restarted and its slice retried (Ray Data's default for actor pools)."""
     ray = import_ray()
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False  # the driver shows one bar of texts
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     source = (str(corpus.path.resolve()), corpus.format) if corpus is not None else (None, "auto")
+    size, resources = actor_plan(spec, ray.cluster_resources(), workers)
     return dataset.map_batches(
-        _Encoder, batch_size=rows, num_cpus=1, compute=ray.data.ActorPoolStrategy(size=workers),
+        _Encoder, batch_size=rows, **resources, compute=ray.data.ActorPoolStrategy(size=size),
         fn_constructor_args=(spec, list(states), batch_size, normalize, str(runtime.cache_root()), str(runtime.data_root()), *source),
     )
 
@@ -154,12 +178,11 @@ def ray_shards(spec: str, states: Sequence[bytes], corpus: Corpus, plans: Sequen
         return
     by_index = {plan.index: plan for plan in plans}
     with ray_session(address, workers) as ray:
-        size = _pool_size(workers)
         rows = slice_rows(sum(plan.rows for plan in plans))  # the local engine's slices: the same vectors
         slices = [{"shard": plan.index, "offset": plan.start[0], "line": plan.start[1], "skip": skip, "rows": min(rows, plan.rows - skip)}
                   for plan in plans for skip in range(0, plan.rows, rows)]
         descriptors = ray.data.from_items(slices, override_num_blocks=len(slices))
-        encoded = _encode_dataset(descriptors, spec, states, batch_size, normalize, 1, size, corpus)
+        encoded = _encode_dataset(descriptors, spec, states, batch_size, normalize, 1, workers, corpus)
         batches = encoded.iter_batches(batch_size=None, batch_format="numpy")
         for index, ids, vectors in _gather(batches, {plan.index: plan.rows for plan in plans}, bar):
             yield by_index[index], ids, vectors
@@ -193,11 +216,10 @@ class RayEncodedMethod(VectorMethod):
             return self.method.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
         states = fit_parts(load_vector_method(self.spec), texts, batch_size)
         with ray_session(workers=self.workers) as ray:
-            size = _pool_size(self.workers)
             rows = slice_rows(len(texts))
             dataset = ray.data.from_items([{"shard": 0, "position": row, "id": row, "text": text} for row, text in enumerate(texts)],
                                           override_num_blocks=math.ceil(len(texts) / rows))
-            encoded = _encode_dataset(dataset, self.spec, states, batch_size, False, rows, size)
+            encoded = _encode_dataset(dataset, self.spec, states, batch_size, False, rows, self.workers)
             with tqdm(total=len(texts), unit="text", desc="encode (ray)", disable=not show_progress_bar) as bar:
                 ((_, _, vectors),) = list(_gather(encoded.iter_batches(batch_size=None, batch_format="numpy"), {0: len(texts)}, bar))
         return vectors

@@ -24,6 +24,7 @@ from embedlab.neural.candidates import (
     residual_logit,
     top_ids,
 )
+from embedlab.neural.device import CPU_POSITION_BUDGET, full_float32, model_device
 from embedlab.neural.head import IGNORE_LABEL, MaskedLM
 from embedlab.neural.inputs import TextInputs, padded_inputs
 from embedlab.neural.options import NeuralOptions, head_names, tunes_last_block
@@ -103,6 +104,7 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
     """
     model = masked_lm.model
     layout = masked_lm.layout
+    device = model_device(model)
     captured: list[torch.Tensor] = []
     hook = None
     if block_mode or need_plain:
@@ -122,28 +124,30 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
         with torch.inference_mode():
             for batch in _same_shape_batches(group, token_budget):
                 captured.clear()
-                ids = torch.cat([group[index].input_ids for index in batch])
-                attention = torch.cat([group[index].attention_mask for index in batch])
+                ids = torch.cat([group[index].input_ids for index in batch]).to(device)
+                attention = torch.cat([group[index].attention_mask for index in batch]).to(device)
                 hidden = forward(ids, attention)
                 rows = captured[-1] if block_mode else hidden
                 for index, text_rows in zip(batch, rows.split([len(group[index].input_ids) for index in batch])):
-                    states[index] = text_rows[group[index].labels != IGNORE_LABEL].clone()
+                    states[index] = text_rows[(group[index].labels != IGNORE_LABEL).to(device)].clone()
             if need_plain:
                 for inputs in group:
                     captured.clear()
                     ids, attention = padded_inputs(inputs.chunks, masked_lm.tokenizer)
+                    ids, attention = ids.to(device), attention.to(device)
                     forward(ids, attention)
                     plain.append(captured[-1].clone())
                     plain_masks.append(attention.bool())
     finally:
         if hook is not None:
             hook.remove()
-    labels = [inputs.labels[inputs.labels != IGNORE_LABEL] for inputs in group]
-    owners = [torch.full((len(text_labels),), index, dtype=torch.long) for index, text_labels in enumerate(labels)]
+    # everything the epochs read is created on the model's device: no host round trip inside the epoch loop
+    labels = [inputs.labels[inputs.labels != IGNORE_LABEL].to(device) for inputs in group]
+    owners = [torch.full((len(text_labels),), index, dtype=torch.long, device=device) for index, text_labels in enumerate(labels)]
     multiplicity = None
     if any(inputs.label_weights is not None for inputs in group):
         multiplicity = torch.cat([
-            inputs.label_weights[inputs.labels != IGNORE_LABEL] if inputs.label_weights is not None else torch.ones(len(text_labels))
+            inputs.label_weights[inputs.labels != IGNORE_LABEL].to(device) if inputs.label_weights is not None else torch.ones(len(text_labels), device=device)
             for inputs, text_labels in zip(group, labels)
         ])
     return FrozenFeatures(torch.cat(states), torch.cat(labels), torch.cat(owners), plain, plain_masks, multiplicity)
@@ -198,7 +202,7 @@ class BatchedTop(torch.nn.Module):
         self.dense_weight = state[layout.dense_weight].detach() if layout.dense_weight else None
         self.activation = layout.activation
         self.decoder_weight = model.get_output_embeddings().weight.detach()
-        self.output_bias = state[layout.output_bias].detach() if layout.output_bias else torch.zeros(self.decoder_weight.shape[0])
+        self.output_bias = state[layout.output_bias].detach() if layout.output_bias else self.decoder_weight.new_zeros(self.decoder_weight.shape[0])
         self._one_hot_of: tuple[torch.Tensor, torch.Tensor] | None = None  # (owner, its one-hot matrix)
 
     def vector(self, name: str, owner: torch.Tensor) -> torch.Tensor:
@@ -264,7 +268,7 @@ class BatchedRun:
 
 
 def micro_tune_batched(
-    masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int = 256, need_plain: bool = False
+    masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int = CPU_POSITION_BUDGET, need_plain: bool = False
 ) -> BatchedRun:
     """Micro-tune every text of ``group`` at once; returns each text's weight changes (in ``options.params`` order).
 
@@ -279,7 +283,16 @@ def micro_tune_batched(
     products); likely because each logits buffer (256 × 30,522 float32 ≈ 31 MB for BERT's vocabulary)
     then stays under glibc's 32 MB mmap threshold and is reused, instead of being mapped and
     zero-filled afresh for every slice.
+
+    Runs on the model's device (:mod:`~embedlab.neural.device`): the frozen features, labels, owners,
+    blueprint inputs, per-text rows and AdamW state are all created there, and the epochs read nothing
+    back to the host; float32 products run at full precision (no TF32) throughout.
     """
+    with full_float32():
+        return _micro_tune_batched(masked_lm, group, options, position_budget, need_plain)
+
+
+def _micro_tune_batched(masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int, need_plain: bool) -> BatchedRun:
     if not batched_supported(options.params, masked_lm.num_layers, masked_lm.layout):
         raise ValueError(f"neural: the batched path does not cover params {list(options.params)}; use the reference path")
     top = BatchedTop(masked_lm, options.params, len(group))
@@ -309,7 +322,9 @@ def micro_tune_batched(
         else:
             grads = _exact_gradients(top, frozen, dense_at, weights, tuned, position_budget)
         optimizer.step(grads)
-    changes = [[(top.tuned[name][index].detach() - top.original[name]).clone() for name in options.params] for index in range(len(group))]
+    # one transfer per tuned vector after the last epoch (elementwise, so the same values as per text)
+    deltas = {name: (top.tuned[name].detach() - top.original[name]).cpu() for name in options.params}
+    changes = [[deltas[name][index].clone() for name in options.params] for index in range(len(group))]
     return BatchedRun(changes, top, frozen)
 
 
@@ -420,7 +435,9 @@ class GroupCandidates:
         self, top: BatchedTop, frozen: FrozenFeatures, weights: torch.Tensor, tops: torch.Tensor, z0: torch.Tensor,
         normalisers: torch.Tensor, means: torch.Tensor,
     ) -> None:
-        positions_of = torch.split(torch.arange(len(frozen.owner)), torch.bincount(frozen.owner, minlength=top.texts).tolist())  # texts are contiguous
+        # built once after epoch 1: the sizes read back here (.tolist) are its only host round trips
+        device = frozen.owner.device
+        positions_of = torch.split(torch.arange(len(frozen.owner), device=device), torch.bincount(frozen.owner, minlength=top.texts).tolist())  # texts are contiguous
         sets, targets = candidate_sets(tops, frozen.labels, frozen.owner, top.texts)
         groups = chunk_texts([len(positions) for positions in positions_of], [len(ids) for ids in sets], top.decoder_weight.shape[1])
         self.chunks = [self._chunk(texts, sets, targets, positions_of, top, weights, z0, normalisers, means) for texts in groups]
@@ -434,14 +451,14 @@ class GroupCandidates:
         ids, valid = pad_candidates([sets[text] for text in texts])
         width = max(len(positions_of[text]) for text in texts)
         positions = torch.stack([torch.cat([positions_of[text], positions_of[text][:1].expand(width - len(positions_of[text]))]) for text in texts])
-        real = torch.stack([torch.arange(width) < len(positions_of[text]) for text in texts])
+        real = torch.stack([torch.arange(width, device=z0.device) < len(positions_of[text]) for text in texts])
         bias = top.output_bias[ids].masked_fill(~valid, float("-inf"))
         first_z = z0[positions]
         with torch.no_grad():
             weight = top.decoder_weight[ids]
             first_logits = torch.baddbmm(bias.unsqueeze(1), first_z, weight.transpose(1, 2))
             residual, mean = residual_from_totals(normalisers[positions], means[positions], first_logits, weight)
-        return CandidateChunk(torch.tensor(texts).unsqueeze(1), weight, bias, positions, weights[positions] * real, targets[positions], first_z, residual, mean)
+        return CandidateChunk(torch.tensor(texts, device=z0.device).unsqueeze(1), weight, bias, positions, weights[positions] * real, targets[positions], first_z, residual, mean)
 
     def gradients(self, top: BatchedTop, dense_at: DenseAt, tuned: list[torch.Tensor]) -> list[torch.Tensor]:
         """One candidate epoch's gradients: logits over each text's own candidates plus the residual logit.

@@ -72,10 +72,10 @@ def top_ids(logits: torch.Tensor, count: int) -> torch.Tensor:
     values, ids = logits[:, :whole], None
     for block in TOP_BLOCKS:
         values, starts = _best_blocks(values, count, block)
-        columns = (starts.unsqueeze(-1) + torch.arange(block)).reshape(rows, -1)
+        columns = (starts.unsqueeze(-1) + torch.arange(block, device=logits.device)).reshape(rows, -1)
         ids = columns if ids is None else ids.gather(1, columns)
     values = torch.cat([values, logits[:, whole:]], dim=1)
-    ids = torch.cat([ids, torch.arange(whole, vocabulary).expand(rows, -1)], dim=1)
+    ids = torch.cat([ids, torch.arange(whole, vocabulary, device=logits.device).expand(rows, -1)], dim=1)
     return ids.gather(1, values.topk(count, dim=-1, sorted=False).indices)
 
 
@@ -91,7 +91,7 @@ def _best_blocks(values: torch.Tensor, count: int, block: int) -> tuple[torch.Te
     maxima = values.as_strided((rows, width // block, block), (row_stride, block, 1)).amax(dim=-1)
     starts = maxima.topk(count, dim=-1, sorted=False).indices * block
     windows = values.as_strided(((rows - 1) * row_stride + width - block + 1, block), (1, 1))
-    offsets = (torch.arange(rows).unsqueeze(1) * row_stride + starts).reshape(-1)
+    offsets = (torch.arange(rows, device=values.device).unsqueeze(1) * row_stride + starts).reshape(-1)
     return windows.index_select(0, offsets).view(rows, count * block), starts
 
 
@@ -104,7 +104,7 @@ def residual_from_logits(logits: torch.Tensor, candidates: torch.Tensor, decoder
     outside = torch.ones(logits.shape[-1], dtype=torch.bool, device=logits.device)
     outside[candidates] = False
     if not outside.any():
-        return torch.full(logits.shape[:1], float("-inf"), dtype=logits.dtype), logits.new_zeros(logits.shape[0], decoder_weight.shape[1])
+        return torch.full(logits.shape[:1], float("-inf"), dtype=logits.dtype, device=logits.device), logits.new_zeros(logits.shape[0], decoder_weight.shape[1])
     rest = logits[:, outside]
     return torch.logsumexp(rest, dim=-1), torch.softmax(rest, dim=-1) @ decoder_weight[outside]
 
@@ -152,8 +152,8 @@ def candidate_cross_entropy(candidate_logits: torch.Tensor, residual: torch.Tens
 def pad_candidates(sets: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-text candidate ids padded to the longest set: ``(ids (T, C), valid (T, C))`` (padding id 0)."""
     width = max(len(ids) for ids in sets)
-    padded = torch.zeros(len(sets), width, dtype=torch.long)
-    valid = torch.zeros(len(sets), width, dtype=torch.bool)
+    padded = torch.zeros(len(sets), width, dtype=torch.long, device=sets[0].device)
+    valid = torch.zeros(len(sets), width, dtype=torch.bool, device=sets[0].device)
     for row, ids in enumerate(sets):
         padded[row, : len(ids)] = ids
         valid[row, : len(ids)] = True

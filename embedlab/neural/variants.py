@@ -59,7 +59,7 @@ def hidden_variants(top: BatchedTop, frozen: FrozenFeatures, index: int, variant
     """
     features = frozen.plain[index]
     mask = frozen.plain_mask[index]
-    owner = torch.full(features.shape[:1], index, dtype=torch.long)
+    owner = torch.full(features.shape[:1], index, dtype=torch.long, device=features.device)
     chunk_states: dict[bool, list[torch.Tensor]] = {}
 
     def states_of(tuned: bool) -> list[torch.Tensor]:
