@@ -75,6 +75,13 @@ class OwnModel:
         return np.asarray(self.model.encode(texts, **keywords), dtype=np.float32)
 
 
+def method_identity(method: Method) -> str:
+    """What a method's results depend on: its canonical spec and its fingerprint (the model's content
+    fingerprint, plus the fitted-state hash of a fitted method). The one identity of the evaluation cache
+    and the results database: a stored value is reused only under the identity that computed it."""
+    return cache_key("method", method.spec, method.fingerprint)
+
+
 def as_method(model: object) -> Method:
     """``model`` itself when it is an embedlab method (spec, fingerprint, pairwise), else :class:`OwnModel`."""
     if all(hasattr(model, name) for name in ("spec", "fingerprint", "pairwise")):

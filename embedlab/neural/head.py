@@ -116,13 +116,14 @@ def read_head_file(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]
     return tensors, metadata
 
 
-def shipped_head_for(fingerprint: str) -> Path | None:
-    """The packaged head file trained for the model with this content fingerprint, if any."""
+def shipped_head_for(*fingerprints: str) -> Path | None:
+    """The packaged head file trained for the model with one of these fingerprints (content or weights), if any."""
     from safetensors import safe_open
 
+    wanted = {fingerprint for fingerprint in fingerprints if fingerprint}
     for candidate in sorted(RESOURCES.glob("*_mlm_head.safetensors")):
         with safe_open(str(candidate), framework="pt") as handle:
-            if (handle.metadata() or {}).get("model_fingerprint") == fingerprint:
+            if (handle.metadata() or {}).get("model_fingerprint") in wanted:
                 return candidate
     return None
 
@@ -140,6 +141,7 @@ class MaskedLM:
     head_origin: str  # "checkpoint", "shipped:<file>", "file:<path>" or "untrained"
     head_hash: str
     checkpoint_has_head: bool
+    weights_fingerprint: str = ""  # what shipped heads record (embedlab.models.weights_fingerprint)
 
     @property
     def hidden_size(self) -> int:
@@ -193,7 +195,7 @@ def _load_masked_lm(name: str, head: str) -> MaskedLM:
         if has_head:
             origin = "checkpoint"
         else:
-            shipped = shipped_head_for(base.fingerprint)
+            shipped = shipped_head_for(base.fingerprint, base.weights_fingerprint)
             if shipped is None:
                 raise HeadError(
                     f"model {name!r} ({base.path}) has no pretrained masked-LM head and no shipped head matches its "
@@ -207,7 +209,7 @@ def _load_masked_lm(name: str, head: str) -> MaskedLM:
         head_path = Path(head).expanduser()
         tensors, metadata = read_head_file(head_path)
         trained_for = metadata.get("model_fingerprint")
-        if trained_for and trained_for != base.fingerprint:
+        if trained_for and trained_for not in (base.fingerprint, base.weights_fingerprint):
             raise HeadError(f"head file {head_path} was trained for model fingerprint {trained_for}, not {base.fingerprint} ({name!r})")
         install_head(model, tensors, str(head_path))
         origin = f"file:{head_path}"
@@ -221,4 +223,5 @@ def _load_masked_lm(name: str, head: str) -> MaskedLM:
         head_origin=origin,
         head_hash=head_hash(model),
         checkpoint_has_head=has_head,
+        weights_fingerprint=base.weights_fingerprint,
     )
