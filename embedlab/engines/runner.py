@@ -128,6 +128,7 @@ def embed_corpus(
     corpus = Corpus(input_path, input_format)
     identity = corpus.identity()
     folder = OutputFolder(out)
+    folder.check_not_input(None if corpus.stdin else corpus.path)
     folder.check_location()
     method = load_vector_method(spec)
     expected = {

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -34,6 +36,19 @@ LAYOUT_VERSION = 1
 # bytes a shard row costs beyond its vector (parquet framing, the id), and a margin on the whole estimate
 _ROW_OVERHEAD_BYTES = 32
 _DISK_MARGIN = 1.1
+
+
+_RUN_FILE = re.compile(r"(shard-\d+\.parquet|fitted-\d+\.safetensors|\..*\.tmp)")
+
+
+def same_path(first: Path, second: Path) -> bool:
+    """Whether two paths name one file or folder (however spelled: ``.``, symlinks, hard links)."""
+    try:
+        if first.exists() and second.exists():
+            return os.path.samefile(first, second)
+    except OSError:
+        pass
+    return first.resolve() == second.resolve()
 
 
 class OutputFolderError(ValueError):
@@ -125,6 +140,19 @@ class OutputFolder:
         """Whether a shard the manifest lists is on disk with its recorded checksum."""
         path = self.path / entry["file"]
         return path.is_file() and sha256_file(path) == entry["sha256"]
+
+    def check_not_input(self, source: Path | None) -> None:
+        """Refuse a folder that is the input file, or that holds it under a name a run writes (or
+        ``--overwrite`` removes): the only copy of the corpus must never be replaced by its vectors."""
+        if source is None:
+            return
+        source = Path(source).expanduser()
+        if same_path(self.path, source):
+            raise OutputFolderError(f"--out {self.path} is the input file; give another path (nothing was written)")
+        if self.path.is_dir() and same_path(self.path, source.parent) and (
+                source.name == MANIFEST_NAME or _RUN_FILE.fullmatch(source.name)):
+            raise OutputFolderError(f"--out {self.path} is the input's folder and a run writes {source.name} there; "
+                                    "give another folder or move the input (nothing was written)")
 
     def check_location(self) -> None:
         """Fail before any work if the folder cannot be made here: the path or a parent is a file, or the
