@@ -34,7 +34,7 @@ FORMATS = ("txt", "jsonl", "csv", "tsv", "parquet")
 _FORMAT_ALIASES = {"lines": "txt"}  # the name embed's --input-format had before the table formats
 _SUFFIX_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 _PARQUET_BATCH_ROWS = 4096
-_IDENTITY_HEAD_BYTES = 1 << 20  # the input identity hashes this much of the file's start (plus size and mtime)
+_IDENTITY_BLOCK_BYTES = 1 << 20  # the input identity hashes the whole file in blocks of this size
 
 
 @dataclass(frozen=True)
@@ -86,17 +86,21 @@ class Corpus:
 
     # -- identity and validation ------------------------------------------------------------------------
     def identity(self) -> dict[str, object]:
-        """What tells this input from any other: resolved path, format, size, mtime and a hash of its start.
+        """What tells this input from any other: resolved path, format, size, mtime and the SHA-256 of its
+        whole content (one streaming pass, constant memory).
 
         A resumed run compares it with the one its output folder recorded, so a changed input is refused
-        rather than silently mixed with vectors of the old one."""
+        rather than silently mixed with vectors of the old one, wherever the change is and whatever the
+        size and mtime say."""
         if self.stdin:
             raise ValueError("standard input has no identity to resume from; write the texts to a file first")
         stat = self.path.stat()
+        digest = hashlib.sha256()
         with self.path.open("rb") as file:
-            head = hashlib.sha256(file.read(_IDENTITY_HEAD_BYTES)).hexdigest()
+            for block in iter(lambda: file.read(_IDENTITY_BLOCK_BYTES), b""):
+                digest.update(block)
         return {"path": str(self.path.resolve()), "format": self.format, "size": stat.st_size,
-                "mtime_ns": stat.st_mtime_ns, "head_sha256": head}
+                "mtime_ns": stat.st_mtime_ns, "sha256": digest.hexdigest()}
 
     def scan(self, shard_size: int | None = None) -> CorpusScan:
         """Read every record once: validate it, check the ids (one kind, no repeats), count the texts and
