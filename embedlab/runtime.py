@@ -307,6 +307,7 @@ def pyplot():
     except ImportError as error:
         raise MissingExtraError("plots", "drawing plots (matplotlib)") from error
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # labels hold user text (dataset names): drawn literally, never as mathtext
     import matplotlib.pyplot as plt
 
     return plt

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import stat as _stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -95,6 +96,10 @@ class Corpus:
         if self.stdin:
             raise ValueError("standard input has no identity to resume from; write the texts to a file first")
         stat = self.path.stat()
+        if not _stat.S_ISREG(stat.st_mode):
+            kind = "a named pipe" if _stat.S_ISFIFO(stat.st_mode) else "a device" if _stat.S_ISCHR(stat.st_mode) or _stat.S_ISBLK(stat.st_mode) else "a socket or other special file"
+            raise DataFormatError(f"input {self.source} is not a regular file ({kind}): a resumable run reads it several times "
+                                  "and checks it has not changed; write the texts to a file first")
         digest = hashlib.sha256()
         with self.path.open("rb") as file:
             for block in iter(lambda: file.read(_IDENTITY_BLOCK_BYTES), b""):
@@ -170,7 +175,11 @@ class Corpus:
                 raise DataFormatError(f"{self.source}:{number}: not valid UTF-8 ({error.reason} at byte {error.start})") from None
             if number == 1:
                 line = line.removeprefix("\ufeff")  # a byte-order mark is not part of the first text
-            yield offset, number, line.rstrip("\r\n")
+            line = line.rstrip("\r\n")
+            if "\r" in line and self.format in ("txt", "jsonl"):
+                raise DataFormatError(f"{self.source}:{number}: a carriage return inside the line (old Mac line ends?): it "
+                                      "would merge several texts into one; end lines with \\n (or \\r\\n)")
+            yield offset, number, line
 
     def _json_record(self, line: str, number: int, after: Position) -> Record:
         row = json_object(line, f"{self.source}:{number}")
@@ -182,6 +191,7 @@ class Corpus:
         given = row["id"]
         if isinstance(given, bool) or not isinstance(given, (int, str)):
             raise DataFormatError(f"{self.source}:{number}: 'id' must be an integer or a string")
+        _check_id(given, f"{self.source}:{number}")
         return Record(given, text, number, after, True)
 
     def _text(self, value: object, number: int) -> str:
@@ -237,6 +247,7 @@ class Corpus:
             else:
                 if not fields[id_column].strip():
                     raise DataFormatError(f"{self.source}:{first_line}: 'id' is empty")
+                _check_id(fields[id_column].strip(), f"{self.source}:{first_line}")
                 yield Record(fields[id_column].strip(), text, first_line, consumed[0], True)
 
     # -- Parquet ----------------------------------------------------------------------------------------
@@ -285,7 +296,20 @@ class Corpus:
                 elif ids[position] is None:
                     raise DataFormatError(f"{self.source}: row {row}: 'id' is null")
                 else:
+                    _check_id(ids[position], f"{self.source}: row {row}")
                     yield Record(ids[position], text, row, (row, row), True)
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _check_id(value: int | str, where: str) -> None:
+    """Refuse an id the shards cannot store: an integer outside int64, a string that is not valid Unicode."""
+    if isinstance(value, int) and not _INT64[0] <= value <= _INT64[1]:
+        raise DataFormatError(f"{where}: 'id' {value} is outside the 64-bit integer range the shards store; "
+                              "give it as a string, or renumber")
+    if isinstance(value, str) and (problem := unicode_problem(value)):
+        raise DataFormatError(f"{where}: 'id' has a {problem}")
 
 
 class _IdCheck:

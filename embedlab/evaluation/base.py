@@ -241,4 +241,11 @@ def solver_threads() -> threadpool_limits:
     The classifiers and k-means here solve many small problems; with several threads on shared cores
     the BLAS/OpenMP workers spin-wait and a fit runs ~10x slower than on one thread (measured on 2 cores).
     """
-    return threadpool_limits(limits=int(os.environ.get("EMBEDLAB_SOLVER_THREADS", "1")))
+    value = os.environ.get("EMBEDLAB_SOLVER_THREADS", "1")
+    try:
+        threads = int(value)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"EMBEDLAB_SOLVER_THREADS={value[:40]!r} must be a positive whole number (default 1)")
+    return threadpool_limits(limits=threads)
