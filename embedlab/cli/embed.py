@@ -56,6 +56,8 @@ def check_output(output: Path) -> None:
 def _cmd_embed(args: argparse.Namespace) -> int:
     if args.out is None:  # not argparse's required=: the hidden --output alias must satisfy it too
         raise InputError("the following arguments are required: --out")
+    if args.out == "-":
+        raise InputError("--out -: vectors are not written to standard output; give a .npy or .parquet file, or a folder")
     output = Path(args.out)
     if not output.suffix or output.is_dir():
         return _embed_to_folder(args, output)

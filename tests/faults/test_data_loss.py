@@ -116,3 +116,9 @@ def test_other_results_files_are_atomic(tmp_path, monkeypatch):
     alignsim_write_report([result], tmp_path / "report", ["mrpc"], {})
     assert {"random_minilm.json", "random_minilm.npz", "report.md"} <= set(written)
     assert any(name.endswith(".png") for name in written)
+
+
+def test_embed_out_dash_is_refused_not_a_folder_named_dash(environment, tmp_path, corpus):  # noqa: F811
+    finished = embedlab_cli(environment, "embed", "random:minilm", "--input", corpus, "--out", "-", cwd=tmp_path)
+    assert_one_line_error(finished, 2, "--out -")
+    assert not (tmp_path / "-").exists()
