@@ -80,6 +80,15 @@ class Corpus:
             if self.format == "parquet":
                 raise ValueError("Parquet input cannot come from standard input; give the file's path")
             return
+        if self.path.is_symlink() and not self.path.exists():
+            try:
+                self.path.resolve(strict=True)
+                why = "a broken symlink"
+            except RuntimeError:
+                why = "a symlink loop"
+            except OSError as error:
+                why = "a symlink loop" if error.errno == 40 else "a broken symlink"
+            raise DataFormatError(f"input {self.path} is {why}; give the texts' file")
         if self.path.is_dir():
             raise DataFormatError(f"input {self.path} is a folder; give a .txt, .jsonl, .csv, .tsv or .parquet file")
         if not self.path.exists():
@@ -139,6 +148,8 @@ class Corpus:
         if self.stdin:
             if start != START:
                 raise ValueError("standard input can only be read from its start")
+            if sys.stdin is None or sys.stdin.closed:
+                raise DataFormatError("standard input is closed; pipe the texts in, or give --input FILE")
             yield from self._line_records(sys.stdin.buffer, start)
             return
         with self.path.open("rb") as file:

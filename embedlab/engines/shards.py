@@ -50,9 +50,9 @@ def same_path(first: Path, second: Path) -> bool:
     try:
         if first.exists() and second.exists():
             return os.path.samefile(first, second)
-    except OSError:
-        pass
-    return first.resolve() == second.resolve()
+        return first.resolve() == second.resolve()
+    except (OSError, RuntimeError):  # a symlink loop names no file: the input's own check reports it
+        return False
 
 
 class OutputFolderError(ValueError):

@@ -77,3 +77,21 @@ def test_user_text_in_plot_labels_is_drawn_literally():
     records = [Record("m", "sts", r"my$\macro$data", "test", "spearman", 0.5, 3),
                Record("m2", "sts", r"my$\macro$data", "test", "spearman", 0.6, 3)]
     assert "<img" in html_report(records)  # mathtext would fail on the unknown \macro
+
+
+def test_a_symlink_loop_and_a_closed_stdin_are_input_errors(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.faults.test_cli import REPO_ROOT
+
+    loop = tmp_path / "loop.txt"
+    loop.symlink_to(loop)
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1", "EMBEDLAB_CACHE": str(tmp_path / "c")}
+    finished = subprocess.run([sys.executable, "-m", "embedlab", "embed", "random:minilm", "--input", str(loop), "--out",
+                               str(tmp_path / "o.npy")], capture_output=True, text=True, env=environment, timeout=300)
+    assert finished.returncode == 2 and "symlink loop" in finished.stderr and "Traceback" not in finished.stderr, finished.stderr
+    finished = subprocess.run([sys.executable, "-m", "embedlab", "embed", "random:minilm", "--input", "-", "--out",
+                               str(tmp_path / "o.npy")], capture_output=True, text=True, env=environment, timeout=300,
+                              stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0))
+    assert finished.returncode == 2 and "standard input is closed" in finished.stderr, finished.stderr
