@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import functools
 import hashlib
+import io
 import itertools
 import json
 import os
@@ -306,6 +307,7 @@ def pyplot():
     except ImportError as error:
         raise MissingExtraError("plots", "drawing plots (matplotlib)") from error
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # labels hold user text (dataset names): drawn literally, never as mathtext
     import matplotlib.pyplot as plt
 
     return plt
@@ -547,10 +549,19 @@ def atomic_write_bytes(path: Path, payload: bytes | Sequence[bytes | memoryview]
 
     ``payload`` may be a list of buffers (e.g. a header and array memory), written with one
     ``writev`` and never joined in memory. The temporary file is created with mode 0666, so the
-    process umask gives it the permissions a plain ``open()`` would.
+    process umask gives it the permissions a plain ``open()`` would. A symlink at ``path`` is replaced
+    by the new file (its target is left alone); a device or pipe (``/dev/stdout``) is written to as it is.
     """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     buffers = [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else list(payload)
+    if not path.is_symlink() and path.exists() and not path.is_file() and not path.is_dir():
+        descriptor = os.open(path, os.O_WRONLY)
+        try:
+            _write_all(descriptor, buffers)
+        finally:
+            os.close(descriptor)
+        return
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{next(_TEMPORARY_NAMES)}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
@@ -562,6 +573,19 @@ def atomic_write_bytes(path: Path, payload: bytes | Sequence[bytes | memoryview]
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """:func:`atomic_write_bytes` of ``text`` in UTF-8."""
+    atomic_write_bytes(Path(path), text.encode("utf-8"))
+
+
+def save_figure(figure, path: Path, **options: object) -> None:
+    """A matplotlib figure saved to ``path`` atomically (rendered in memory, then one atomic write); the
+    format follows the suffix as ``savefig`` would."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=Path(path).suffix.lstrip(".").lower() or "png", **options)
+    atomic_write_bytes(Path(path), buffer.getbuffer())
 
 
 def _write_all(descriptor: int, buffers: list) -> None:

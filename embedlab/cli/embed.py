@@ -21,7 +21,7 @@ from embedlab.cli.arguments import add_out, add_quiet, positive_int
 from embedlab.data import unicode_problem
 from embedlab.data.corpus import FORMATS, Corpus
 from embedlab.engines import DEFAULT_SHARD_SIZE, ENGINES, embed_corpus
-from embedlab.engines.shards import shard_bytes
+from embedlab.engines.shards import same_path, shard_bytes
 from embedlab.runtime import atomic_write_bytes
 
 
@@ -56,6 +56,8 @@ def check_output(output: Path) -> None:
 def _cmd_embed(args: argparse.Namespace) -> int:
     if args.out is None:  # not argparse's required=: the hidden --output alias must satisfy it too
         raise InputError("the following arguments are required: --out")
+    if args.out == "-":
+        raise InputError("--out -: vectors are not written to standard output; give a .npy or .parquet file, or a folder")
     output = Path(args.out)
     if not output.suffix or output.is_dir():
         return _embed_to_folder(args, output)
@@ -64,6 +66,9 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     import embedlab
 
     check_output(output)
+    if args.input != "-" and same_path(output, Path(args.input).expanduser()):
+        raise InputError(f"--out {output} is the input file: writing the vectors there would replace the texts; "
+                         "give another path (nothing was written)")
     if args.include_text and output.suffix != ".parquet":
         raise InputError("--include-text needs a .parquet output (a .npy file holds only the vectors)")
     ids, texts = Corpus(args.input, args.input_format).read_all()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import stat as _stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ FORMATS = ("txt", "jsonl", "csv", "tsv", "parquet")
 _FORMAT_ALIASES = {"lines": "txt"}  # the name embed's --input-format had before the table formats
 _SUFFIX_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 _PARQUET_BATCH_ROWS = 4096
-_IDENTITY_HEAD_BYTES = 1 << 20  # the input identity hashes this much of the file's start (plus size and mtime)
+_IDENTITY_BLOCK_BYTES = 1 << 20  # the input identity hashes the whole file in blocks of this size
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,15 @@ class Corpus:
             if self.format == "parquet":
                 raise ValueError("Parquet input cannot come from standard input; give the file's path")
             return
+        if self.path.is_symlink() and not self.path.exists():
+            try:
+                self.path.resolve(strict=True)
+                why = "a broken symlink"
+            except RuntimeError:
+                why = "a symlink loop"
+            except OSError as error:
+                why = "a symlink loop" if error.errno == 40 else "a broken symlink"
+            raise DataFormatError(f"input {self.path} is {why}; give the texts' file")
         if self.path.is_dir():
             raise DataFormatError(f"input {self.path} is a folder; give a .txt, .jsonl, .csv, .tsv or .parquet file")
         if not self.path.exists():
@@ -86,17 +96,25 @@ class Corpus:
 
     # -- identity and validation ------------------------------------------------------------------------
     def identity(self) -> dict[str, object]:
-        """What tells this input from any other: resolved path, format, size, mtime and a hash of its start.
+        """What tells this input from any other: resolved path, format, size, mtime and the SHA-256 of its
+        whole content (one streaming pass, constant memory).
 
         A resumed run compares it with the one its output folder recorded, so a changed input is refused
-        rather than silently mixed with vectors of the old one."""
+        rather than silently mixed with vectors of the old one, wherever the change is and whatever the
+        size and mtime say."""
         if self.stdin:
             raise ValueError("standard input has no identity to resume from; write the texts to a file first")
         stat = self.path.stat()
+        if not _stat.S_ISREG(stat.st_mode):
+            kind = "a named pipe" if _stat.S_ISFIFO(stat.st_mode) else "a device" if _stat.S_ISCHR(stat.st_mode) or _stat.S_ISBLK(stat.st_mode) else "a socket or other special file"
+            raise DataFormatError(f"input {self.source} is not a regular file ({kind}): a resumable run reads it several times "
+                                  "and checks it has not changed; write the texts to a file first")
+        digest = hashlib.sha256()
         with self.path.open("rb") as file:
-            head = hashlib.sha256(file.read(_IDENTITY_HEAD_BYTES)).hexdigest()
+            for block in iter(lambda: file.read(_IDENTITY_BLOCK_BYTES), b""):
+                digest.update(block)
         return {"path": str(self.path.resolve()), "format": self.format, "size": stat.st_size,
-                "mtime_ns": stat.st_mtime_ns, "head_sha256": head}
+                "mtime_ns": stat.st_mtime_ns, "sha256": digest.hexdigest()}
 
     def scan(self, shard_size: int | None = None) -> CorpusScan:
         """Read every record once: validate it, check the ids (one kind, no repeats), count the texts and
@@ -130,6 +148,8 @@ class Corpus:
         if self.stdin:
             if start != START:
                 raise ValueError("standard input can only be read from its start")
+            if sys.stdin is None or sys.stdin.closed:
+                raise DataFormatError("standard input is closed; pipe the texts in, or give --input FILE")
             yield from self._line_records(sys.stdin.buffer, start)
             return
         with self.path.open("rb") as file:
@@ -166,7 +186,11 @@ class Corpus:
                 raise DataFormatError(f"{self.source}:{number}: not valid UTF-8 ({error.reason} at byte {error.start})") from None
             if number == 1:
                 line = line.removeprefix("\ufeff")  # a byte-order mark is not part of the first text
-            yield offset, number, line.rstrip("\r\n")
+            line = line.rstrip("\r\n")
+            if "\r" in line and self.format in ("txt", "jsonl"):
+                raise DataFormatError(f"{self.source}:{number}: a carriage return inside the line (old Mac line ends?): it "
+                                      "would merge several texts into one; end lines with \\n (or \\r\\n)")
+            yield offset, number, line
 
     def _json_record(self, line: str, number: int, after: Position) -> Record:
         row = json_object(line, f"{self.source}:{number}")
@@ -178,6 +202,7 @@ class Corpus:
         given = row["id"]
         if isinstance(given, bool) or not isinstance(given, (int, str)):
             raise DataFormatError(f"{self.source}:{number}: 'id' must be an integer or a string")
+        _check_id(given, f"{self.source}:{number}")
         return Record(given, text, number, after, True)
 
     def _text(self, value: object, number: int) -> str:
@@ -233,6 +258,7 @@ class Corpus:
             else:
                 if not fields[id_column].strip():
                     raise DataFormatError(f"{self.source}:{first_line}: 'id' is empty")
+                _check_id(fields[id_column].strip(), f"{self.source}:{first_line}")
                 yield Record(fields[id_column].strip(), text, first_line, consumed[0], True)
 
     # -- Parquet ----------------------------------------------------------------------------------------
@@ -281,7 +307,20 @@ class Corpus:
                 elif ids[position] is None:
                     raise DataFormatError(f"{self.source}: row {row}: 'id' is null")
                 else:
+                    _check_id(ids[position], f"{self.source}: row {row}")
                     yield Record(ids[position], text, row, (row, row), True)
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _check_id(value: int | str, where: str) -> None:
+    """Refuse an id the shards cannot store: an integer outside int64, a string that is not valid Unicode."""
+    if isinstance(value, int) and not _INT64[0] <= value <= _INT64[1]:
+        raise DataFormatError(f"{where}: 'id' {value} is outside the 64-bit integer range the shards store; "
+                              "give it as a string, or renumber")
+    if isinstance(value, str) and (problem := unicode_problem(value)):
+        raise DataFormatError(f"{where}: 'id' has a {problem}")
 
 
 class _IdCheck:

@@ -3,11 +3,17 @@
 Follows the neural-embeddings paper, Appendix A (Fig. 8): a long text is split into chunks, each made
 of as many whole sentences as fit into the model's input; a single sentence longer than the input is
 cut into consecutive pieces. Nothing is dropped. Sentence splitting is offline (pysbd, rule-based).
+
+pysbd's time grows with the square of its input's length (200,000 characters: over a minute), so a long
+text is segmented in bounded windows (:data:`WINDOW_CHARS`): each window's sentences but the last, which
+the window's end may have cut, are kept, and the next window starts where they end. The text's time is
+then linear in its length; an ordinary text (sentences far shorter than a window) gets the sentences
+one pysbd call on the whole text gives. A window with no sentence end in it is cut at its last space.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from embedlab.runtime import cached
@@ -24,11 +30,40 @@ def _segmenter() -> pysbd.Segmenter:
     return pysbd.Segmenter(language="en", clean=False, char_span=False)
 
 
+# Characters pysbd sees at once: far longer than a sentence, short enough that its quadratic time stays
+# small (about 0.1 s a window on one core).
+WINDOW_CHARS = 4096
+
+
 def split_sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences (pysbd); whitespace-only pieces are dropped."""
+    """Split ``text`` into sentences (pysbd, on bounded windows: linear time); whitespace-only pieces are dropped."""
     if not text.strip():
         return []
-    return [piece.strip() for piece in _segmenter().segment(text) if piece.strip()]
+    return [piece.strip() for piece in _windowed_segments(text) if piece.strip()]
+
+
+def _windowed_segments(text: str) -> Iterator[str]:
+    """pysbd's segments of ``text``, at most :data:`WINDOW_CHARS` characters segmented at once."""
+    segment = _segmenter().segment
+    start = 0
+    while start < len(text):
+        end = start + WINDOW_CHARS
+        if end >= len(text):
+            yield from segment(text[start:])
+            return
+        window = text[start:end]
+        pieces = segment(window)
+        kept = pieces[:-1]  # the last sentence may be cut by the window's end: segmented again in the next window
+        consumed = sum(len(piece) for piece in kept)
+        if kept and consumed > 0 and window.startswith("".join(kept)):
+            yield from kept
+            start += consumed
+            continue
+        # no sentence ends inside the window (or pysbd changed the text): cut at its last space
+        cut = window.rfind(" ", WINDOW_CHARS // 2)
+        cut = WINDOW_CHARS if cut <= 0 else cut + 1
+        yield window[:cut]
+        start += cut
 
 
 def pack_sentences(sentence_token_ids: Sequence[Sequence[int]], budget: int) -> list[list[int]]:

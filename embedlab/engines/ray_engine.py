@@ -172,13 +172,14 @@ def _gather(batches, expected_rows: dict[int, int], bar) -> Iterator[tuple[int, 
 
 
 def ray_shards(spec: str, states: Sequence[bytes], corpus: Corpus, plans: Sequence, batch_size: int, normalize: bool,
-               bar, address: str | None, workers: int | None) -> Iterator[tuple[object, list, np.ndarray]]:
+               bar, address: str | None, workers: int | None, total: int | None = None) -> Iterator[tuple[object, list, np.ndarray]]:
     """The runner's engine hook: ``(plan, ids, vectors)`` of each shard in ``plans``, encoded on Ray."""
     if not plans:
         return
     by_index = {plan.index: plan for plan in plans}
     with ray_session(address, workers) as ray:
-        rows = slice_rows(sum(plan.rows for plan in plans))  # the local engine's slices: the same vectors
+        size = _pool_size(workers)
+        rows = slice_rows(total if total is not None else sum(plan.rows for plan in plans))  # the local engine's slices
         slices = [{"shard": plan.index, "offset": plan.start[0], "line": plan.start[1], "skip": skip, "rows": min(rows, plan.rows - skip)}
                   for plan in plans for skip in range(0, plan.rows, rows)]
         descriptors = ray.data.from_items(slices, override_num_blocks=len(slices))

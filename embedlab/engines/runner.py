@@ -63,7 +63,9 @@ class ShardPlan:
 
 
 def slice_rows(total: int) -> int:
-    """Texts per ``encode`` call when a run has ``total`` texts to encode (see ``_MAX_SLICE_ROWS``)."""
+    """Texts per ``encode`` call for a corpus of ``total`` texts (see ``_MAX_SLICE_ROWS``). Always from the
+    whole corpus's count, never from what a resumed run has left, so that a resumed run encodes exactly
+    the slices (and so the float rounding) of an uninterrupted one: bit-identical vectors."""
     return max(1, min(_MAX_SLICE_ROWS, math.ceil(total / _SLICES_PER_RUN)))
 
 
@@ -86,8 +88,8 @@ def progress_bar(total: int, done: int, show: bool | None) -> tqdm:
 
 
 def _local_shards(method: VectorMethod, corpus: Corpus, plans: list[ShardPlan], batch_size: int, normalize: bool,
-                  bar: tqdm) -> Iterator[tuple[ShardPlan, list[int | str], np.ndarray]]:
-    rows = slice_rows(sum(plan.rows for plan in plans))
+                  bar: tqdm, total: int) -> Iterator[tuple[ShardPlan, list[int | str], np.ndarray]]:
+    rows = slice_rows(total)  # from the whole corpus, not what is left: a resumed run encodes the same slices
     for plan in plans:
         ids, texts = read_plan(corpus, plan)
         blocks = []
@@ -128,6 +130,7 @@ def embed_corpus(
     corpus = Corpus(input_path, input_format)
     identity = corpus.identity()
     folder = OutputFolder(out)
+    folder.check_not_input(None if corpus.stdin else corpus.path)
     folder.check_location()
     method = load_vector_method(spec)
     expected = {
@@ -137,13 +140,29 @@ def embed_corpus(
     scan = corpus.scan(shard_size)
     if scan.count == 0:
         raise ValueError(f"{corpus.source} holds no texts")
-    manifest = folder.prepare(expected, overwrite) or {**expected, "texts": scan.count, "ids": scan.id_kind, "fitted": [], "shards": [], "complete": False}
+    folder.prepare(expected, overwrite, check_only=True)  # refuse another run's folder before writing anything
     plans = shard_plans(scan, shard_size)
-    finished = {entry["index"]: entry for entry in manifest["shards"] if folder.intact(entry)}
+    if not folder.path.exists():  # a new folder: the whole run must fit (a resumed one is checked under the lock)
+        folder.check_free_space(scan.count, method.dimension)
+    folder.create()
+    with folder.lock():  # one writer per folder: a second run is refused while this one is alive
+        return _embed_locked(method, corpus, folder, expected, scan, plans, overwrite, engine, batch_size, normalize,
+                             progress, address, workers)
+
+
+def _embed_locked(method: VectorMethod, corpus: Corpus, folder: OutputFolder, expected: dict, scan: CorpusScan,
+                  plans: list[ShardPlan], overwrite: bool, engine: str, batch_size: int, normalize: bool,
+                  progress: bool | None, address: str | None, workers: int | None) -> EmbedResult:
+    """The run proper, while holding the folder's lock: the folder is prepared again (another run may have
+    written it between the first check and the lock), then fitted and encoded."""
+    shard_size = expected["shard_size"]
+    manifest = folder.prepare(expected, overwrite) or {**expected, "texts": scan.count, "ids": scan.id_kind, "fitted": [], "shards": [], "complete": False}
+    finished = {entry["index"]: entry for entry in manifest["shards"]
+                if isinstance(entry, dict) and entry.get("index") in range(len(plans))
+                and entry.get("rows") == plans[entry["index"]].rows and folder.intact(entry)}
     manifest["shards"] = sorted(finished.values(), key=lambda entry: entry["index"])
     todo = [plan for plan in plans if plan.index not in finished]
     folder.check_free_space(sum(plan.rows for plan in todo), method.dimension)
-    folder.create()
     folder.write_manifest(manifest)  # from here on the folder is this run's, even if killed while fitting
     with runtime.token_states_uncached():  # as for the shards: a fit pass is not worth caching token states for
         states = _fitted_states(method, corpus, folder, manifest, batch_size)
@@ -153,9 +172,9 @@ def embed_corpus(
         if engine == "ray":
             from embedlab.engines.ray_engine import ray_shards
 
-            shards = ray_shards(method.spec, states, corpus, todo, batch_size, normalize, bar, address, workers)
+            shards = ray_shards(method.spec, states, corpus, todo, batch_size, normalize, bar, address, workers, scan.count)
         else:
-            shards = _local_shards(method, corpus, todo, batch_size, normalize, bar)
+            shards = _local_shards(method, corpus, todo, batch_size, normalize, bar, scan.count)
         with contextlib.closing(shards):  # a failed write still shuts down a Ray this run started
             _write_shards(folder, manifest, shards, method)
     manifest["complete"] = len(manifest["shards"]) == len(plans)

@@ -19,10 +19,15 @@ returns the vectors as one float32, C-contiguous matrix (what FAISS's ``index.ad
 from __future__ import annotations
 
 import hashlib
+import contextlib
 import json
+import os
+import re
 import shutil
+import socket
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,14 +35,51 @@ import numpy as np
 from embedlab import runtime
 
 MANIFEST_NAME = "manifest.json"
+LOCK_NAME = ".embedlab.lock"
 LAYOUT_VERSION = 1
 # bytes a shard row costs beyond its vector (parquet framing, the id), and a margin on the whole estimate
 _ROW_OVERHEAD_BYTES = 32
 _DISK_MARGIN = 1.1
 
 
+_RUN_FILE = re.compile(r"(shard-\d+\.parquet|fitted-\d+\.safetensors|\..*\.tmp)")
+
+
+def same_path(first: Path, second: Path) -> bool:
+    """Whether two paths name one file or folder (however spelled: ``.``, symlinks, hard links)."""
+    try:
+        if first.exists() and second.exists():
+            return os.path.samefile(first, second)
+        return first.resolve() == second.resolve()
+    except (OSError, RuntimeError):  # a symlink loop names no file: the input's own check reports it
+        return False
+
+
 class OutputFolderError(ValueError):
     """An output folder that cannot take this run (another run's folder, not a folder, not writable, too small)."""
+
+
+def _read_lock(path: Path) -> dict | None:
+    try:
+        holder = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return holder if isinstance(holder, dict) else None
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped) holds nothing
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def shard_name(index: int) -> str:
@@ -122,9 +164,64 @@ class OutputFolder:
         return {"index": index, "file": path.name, "rows": len(ids), "sha256": hashlib.sha256(memoryview(payload)).hexdigest()}
 
     def intact(self, entry: dict) -> bool:
-        """Whether a shard the manifest lists is on disk with its recorded checksum."""
-        path = self.path / entry["file"]
-        return path.is_file() and sha256_file(path) == entry["sha256"]
+        """Whether a shard the manifest lists is on disk, in this folder, with its recorded checksum."""
+        name, digest = entry.get("file"), entry.get("sha256")
+        if not isinstance(name, str) or Path(name).name != name or not isinstance(digest, str):
+            return False
+        path = self.path / name
+        return path.is_file() and sha256_file(path) == digest
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the folder's writer lock (``.embedlab.lock``: the pid and host of the run) while the block runs.
+
+        A second run into the same folder is refused while the first is alive; a lock whose process is
+        gone (killed) is stale and taken over. Taken with O_EXCL, so two runs started at the same instant
+        cannot both hold it."""
+        path = self.path / LOCK_NAME
+        me = {"pid": os.getpid(), "host": socket.gethostname()}
+        for _ in range(3):
+            try:
+                descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                holder = _read_lock(path)
+                if holder is None:  # being written this instant, or unreadable: look again
+                    time.sleep(0.05)
+                    holder = _read_lock(path)
+                if holder is not None and holder.get("host") not in (None, me["host"]):
+                    raise OutputFolderError(
+                        f"--out {self.path} is locked by an embed run on host {holder.get('host')} (pid {holder.get('pid')}); "
+                        f"if no run is writing it, remove {path}") from None
+                if holder is not None and holder.get("pid") is not None and _alive(holder.get("pid")):
+                    raise OutputFolderError(
+                        f"--out {self.path}: another embed run (pid {holder['pid']}) is writing this folder; wait for it "
+                        f"to finish, or give another folder (remove {path} only if no such run exists)") from None
+                path.unlink(missing_ok=True)  # stale: its writer is gone
+                continue
+            with os.fdopen(descriptor, "w") as file:
+                file.write(json.dumps(me))
+            break
+        else:
+            raise OutputFolderError(f"--out {self.path}: could not take the writer lock {path}")
+        try:
+            yield
+        finally:
+            holder = _read_lock(path)
+            if holder is not None and holder.get("pid") == me["pid"]:
+                path.unlink(missing_ok=True)
+
+    def check_not_input(self, source: Path | None) -> None:
+        """Refuse a folder that is the input file, or that holds it under a name a run writes (or
+        ``--overwrite`` removes): the only copy of the corpus must never be replaced by its vectors."""
+        if source is None:
+            return
+        source = Path(source).expanduser()
+        if same_path(self.path, source):
+            raise OutputFolderError(f"--out {self.path} is the input file; give another path (nothing was written)")
+        if self.path.is_dir() and same_path(self.path, source.parent) and (
+                source.name == MANIFEST_NAME or _RUN_FILE.fullmatch(source.name)):
+            raise OutputFolderError(f"--out {self.path} is the input's folder and a run writes {source.name} there; "
+                                    "give another folder or move the input (nothing was written)")
 
     def check_location(self) -> None:
         """Fail before any work if the folder cannot be made here: the path or a parent is a file, or the
@@ -141,12 +238,14 @@ class OutputFolder:
         except OSError as error:
             raise OutputFolderError(f"--out {self.path}: {existing} is not writable ({error.strerror or error}); nothing was written") from None
 
-    def prepare(self, expected: dict, overwrite: bool) -> dict | None:
+    def prepare(self, expected: dict, overwrite: bool, *, check_only: bool = False) -> dict | None:
         """Check the folder can take a run described by ``expected``; the manifest to resume from, if any.
 
         Creates nothing. Refuses a path that is a file, a folder that holds anything but an
         embedlab run, and a run of different spec, method, code, shard size or input, unless
-        ``overwrite`` (which removes only what an earlier run wrote: manifest, shards, fitted state)."""
+        ``overwrite`` (which removes only what an earlier run wrote: manifest, shards, fitted state).
+        ``check_only``: refuse as above but remove nothing (the runner checks before it takes the lock,
+        then prepares for real while holding it)."""
         self.check_location()
         manifest = self.read_manifest() if self.path.is_dir() else None
         if manifest is None and self.path.is_dir() and any(not entry.name.startswith(".") for entry in self.path.iterdir()):
@@ -159,7 +258,8 @@ class OutputFolder:
                     "give a new folder, or --overwrite to replace it"
                 )
             if differences or overwrite:
-                self.remove_run()
+                if not check_only:
+                    self.remove_run()
                 manifest = None
         return manifest
 
@@ -189,22 +289,77 @@ class OutputFolder:
         return needed
 
 
-def read_shards(folder: str | Path) -> tuple[list[int | str], np.ndarray]:
-    """All ids and vectors of a finished (or partly finished) output folder, in input order.
+def _entry_path(output: OutputFolder, entry: dict) -> Path:
+    """The shard file a manifest entry names, which must be a plain file name inside the folder."""
+    name = entry.get("file")
+    if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
+        raise ValueError(f"{output.manifest_path}: shard {entry.get('index')}'s entry names a file outside the folder ({str(name)[:80]!r}); "
+                         "the manifest is not this folder's")
+    return output.path / name
 
-    Checks every shard against its manifest checksum, so a damaged or foreign file is never read as
-    vectors. The matrix is float32 and C-contiguous (FAISS-ready)."""
+
+def read_shards(folder: str | Path, *, partial: bool = False) -> tuple:
+    """All ids and vectors of a finished output folder, in input order: ``(ids, vectors)``.
+
+    The folder must vouch for every row: the manifest says the run is complete, lists each shard
+    0 … n−1 once with the rows its position implies (the shard size; the last one the rest) and a
+    sha256, and every shard file lies in the folder, matches its checksum and holds that many rows.
+    Anything else is refused with the reason, so row *i* is always text *i*. ``partial=True`` reads a
+    folder that is still being written (or was stopped): ``(ids, vectors, mask)`` with one row per input
+    text, the unfinished rows zero (id ``None``) and ``mask`` True where a row is finished.
+    The matrix is float32 and C-contiguous (FAISS-ready)."""
     output = OutputFolder(folder)
     manifest = output.read_manifest()
     if manifest is None:
         raise FileNotFoundError(f"{output.manifest_path} not found: {output.path} is not an embedlab output folder")
-    ids: list[int | str] = []
+    try:
+        texts, shard_size, dimension = int(manifest["texts"]), int(manifest["shard_size"]), int(manifest["dimension"])
+        entries = list(manifest["shards"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"{output.manifest_path} lacks {error} (texts, shard_size, dimension, shards): not a readable manifest") from None
+    count = -(-texts // shard_size) if shard_size > 0 else 0
+    expected_rows = {index: min(shard_size, texts - index * shard_size) for index in range(count)}
+    listed: dict[int, dict] = {}
+    for entry in entries:
+        index = entry.get("index") if isinstance(entry, dict) else None
+        if index not in expected_rows:
+            raise ValueError(f"{output.manifest_path}: a shard entry has index {str(index)[:40]}, outside 0…{count - 1}")
+        if index in listed:
+            raise ValueError(f"{output.manifest_path}: shard {index} is listed twice")
+        if entry.get("rows") != expected_rows[index]:
+            raise ValueError(f"{output.manifest_path}: shard {index} lists {str(entry.get('rows'))[:20]} rows, expected {expected_rows[index]}")
+        if not isinstance(entry.get("sha256"), str):
+            raise ValueError(f"{output.manifest_path}: shard {index}'s manifest entry has no sha256; it cannot be checked "
+                             "(rerun embed to rewrite the folder)")
+        _entry_path(output, entry)
+        listed[index] = entry
+    missing = [index for index in range(count) if index not in listed]
+    done = sum(expected_rows[index] for index in listed)
+    if (missing or not manifest.get("complete")) and not partial:
+        first = f"; shard {missing[0]} is missing" if missing else ""
+        raise ValueError(f"{output.path} is not complete: {done} of {texts} texts are finished{first} "
+                         "(rerun embed to finish it, or read_shards(..., partial=True) for the finished rows with a mask)")
+    vectors = np.zeros((texts, dimension), np.float32) if partial else None
+    mask = np.zeros(texts, dtype=bool)
+    ids: list[int | str | None] = [None] * texts if partial else []
     blocks = []
-    for entry in sorted(manifest["shards"], key=lambda entry: entry["index"]):
-        if not output.intact(entry):
-            raise ValueError(f"{output.path / entry['file']} is missing or does not match its manifest checksum; rerun embed to rewrite it")
-        shard_ids, vectors = read_shard(output.path / entry["file"])
-        ids += shard_ids
-        blocks.append(vectors)
-    dimension = int(manifest["dimension"])
+    for index in sorted(listed):
+        entry = listed[index]
+        path = _entry_path(output, entry)
+        if not path.is_file() or sha256_file(path) != entry["sha256"]:
+            raise ValueError(f"{path} is missing or does not match its manifest checksum; rerun embed to rewrite it")
+        shard_ids, shard_vectors = read_shard(path)
+        if len(shard_ids) != entry["rows"] or shard_vectors.shape != (entry["rows"], dimension):
+            raise ValueError(f"{path} holds {len(shard_ids)} rows; its manifest entry lists {entry['rows']} "
+                             f"(of dimension {dimension}): the manifest is not this folder's")
+        start = index * shard_size
+        if partial:
+            ids[start:start + len(shard_ids)] = shard_ids
+            vectors[start:start + len(shard_ids)] = shard_vectors
+            mask[start:start + len(shard_ids)] = True
+        else:
+            ids += shard_ids
+            blocks.append(shard_vectors)
+    if partial:
+        return ids, vectors, mask
     return ids, np.ascontiguousarray(np.vstack(blocks) if blocks else np.zeros((0, dimension), np.float32), dtype=np.float32)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from embedlab import runtime
 from embedlab.evaluation.alignsim.task import AlignSimTask
-from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task, as_method
+from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task, as_method, method_identity
 from embedlab.evaluation.classification import ClassificationTask
 from embedlab.evaluation.clustering import ClusteringTask
 from embedlab.evaluation.correlations import CorrelationsTask
@@ -88,6 +88,10 @@ def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
     return tasks
 
 
+# stored rows computed under another method identity: never reused, replaced like rows of other settings
+_OTHER_IDENTITY = {"<stored under another method identity>": True}
+
+
 def _storable(records: list[Record]) -> list[Record]:
     """The records that hold a number. A NaN metric (a correlation with constant gold scores, Eq. 3 with
     no broken triplets) is undefined, not a result: it is returned to the caller and shown, with a
@@ -117,8 +121,10 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
 
     A method is an embedlab method or any model with ``encode(texts)`` (e.g. a ``SentenceTransformer``).
 
-    A (method, task, dataset) already in ``db`` with the same task settings is reused unless ``force``;
-    one stored with other settings (another seed, other ALIGN-SIM sample sizes) is replaced. Tasks that
+    A (method, task, dataset) already in ``db`` with the same task settings and computed by the same
+    method identity (:func:`~embedlab.evaluation.base.method_identity`: spec, model content, fitted state)
+    is reused unless ``force``; one stored with other settings (another seed, other ALIGN-SIM sample
+    sizes) or by another identity (another fit, changed model files, an older database) is replaced. Tasks that
     need vectors are skipped, with the reason, for pairwise methods. ``intersections``: for triplet
     tasks, also the Eq. 3 intersection of each later method's broken triplets with the first method's.
     """
@@ -135,7 +141,10 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
             bar.update()
             continue
         settings = task.settings()
+        identity = method_identity(method)
         stored_settings = db.settings(method.spec, task.name, task.dataset) if db is not None else None
+        if stored_settings is not None and db.identities(method.spec, task.name, task.dataset) != {identity}:
+            stored_settings = _OTHER_IDENTITY
         if stored_settings == settings and not force:
             stored = [r for r in db.records(method.spec, task.name, task.dataset) if not r.subset.startswith("vs ")]
             run.records += stored
@@ -149,7 +158,8 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
         started = time.perf_counter()
         records = task.run(method)
         if db is not None:
-            db.add(_storable(records), fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None)
+            db.add(_storable(records), fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None,
+                   identity=identity)
         run.records += records
         bar.update()
         say(f"done {task.name}/{task.dataset} for {method.spec} in {time.perf_counter() - started:.1f} s "
@@ -164,13 +174,17 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
                 if not task.applies_to(other):
                     continue
                 subset = f"vs {reference.spec}"
+                pair_identity = runtime.cache_key("intersection", method_identity(other), method_identity(reference))
                 if db is not None and not force:
-                    stored = [r for r in db.records(other.spec, task.name, task.dataset) if r.subset == subset]
-                    if stored:
+                    rows = [row for row in db.provenance(other.spec, task.name, task.dataset) if row["subset"] == subset]
+                    stored = [Record(*(row[key] for key in ("method", "task", "dataset", "subset", "metric", "value", "n")))
+                              for row in rows if row["identity"] == pair_identity]
+                    if stored and len(stored) == len(rows):
                         run.records += stored
                         continue
                 record = task.intersection(other, reference)
                 if db is not None:
-                    db.add(_storable([record]), fingerprint=other.fingerprint, seed=seed, extra={"reference": reference.spec})
+                    db.add(_storable([record]), fingerprint=other.fingerprint, seed=seed, extra={"reference": reference.spec},
+                           identity=pair_identity)
                 run.records.append(record)
     return run

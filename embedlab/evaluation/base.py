@@ -75,6 +75,13 @@ class OwnModel:
         return np.asarray(self.model.encode(texts, **keywords), dtype=np.float32)
 
 
+def method_identity(method: Method) -> str:
+    """What a method's results depend on: its canonical spec and its fingerprint (the model's content
+    fingerprint, plus the fitted-state hash of a fitted method). The one identity of the evaluation cache
+    and the results database: a stored value is reused only under the identity that computed it."""
+    return cache_key("method", method.spec, method.fingerprint)
+
+
 def as_method(model: object) -> Method:
     """``model`` itself when it is an embedlab method (spec, fingerprint, pairwise), else :class:`OwnModel`."""
     if all(hasattr(model, name) for name in ("spec", "fingerprint", "pairwise")):
@@ -234,4 +241,11 @@ def solver_threads() -> threadpool_limits:
     The classifiers and k-means here solve many small problems; with several threads on shared cores
     the BLAS/OpenMP workers spin-wait and a fit runs ~10x slower than on one thread (measured on 2 cores).
     """
-    return threadpool_limits(limits=int(os.environ.get("EMBEDLAB_SOLVER_THREADS", "1")))
+    value = os.environ.get("EMBEDLAB_SOLVER_THREADS", "1")
+    try:
+        threads = int(value)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"EMBEDLAB_SOLVER_THREADS={value[:40]!r} must be a positive whole number (default 1)")
+    return threadpool_limits(limits=threads)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from embedlab import runtime
-from embedlab.evaluation.base import Method, NotApplicableError
+from embedlab.evaluation.base import Method, NotApplicableError, method_identity
 
 _STORE = runtime.ArrayStore("eval")
 
@@ -60,7 +60,7 @@ def product_subset(subset: str, product: str) -> str:
 
 
 def _cache_key(method: Method, kind: str, texts: Sequence[str]) -> str:
-    return runtime.cache_key(kind, method.spec, method.fingerprint, runtime.texts_digest(texts))
+    return runtime.cache_key(kind, method_identity(method), runtime.texts_digest(texts))
 
 
 def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:

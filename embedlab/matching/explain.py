@@ -110,8 +110,6 @@ def plot_explanation(explanation: MatchExplanation, out: Path | str, title: str 
     axes.set_yticks(range(rows), [f"{token} {score:.2f} (w {weight:.2f})" for token, score, weight in zip(explanation.tokens_a, explanation.scores_a, explanation.weights_a)])
     axes.set_title(title or f"similarity {explanation.similarity:.3f}; boxes: row max (solid), 2nd max (dashed)", fontsize=9)
     figure.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=120)
+    runtime.save_figure(figure, Path(out), dpi=120)
     plt.close(figure)
     return figure

@@ -143,6 +143,8 @@ class VectorMethod(EmbeddingMethod):
             raise ValueError(f"{self.spec}: output_value={output_value!r} is not supported; only 'sentence_embedding'")
         if truncate_dim is not None:
             raise ValueError(f"{self.spec}: truncate_dim is not supported (the dimension is {self.dimension})")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"{self.spec}: batch_size must be a positive integer, got {str(batch_size)[:40]}")
         single = isinstance(sentences, str)
         texts = check_texts([sentences] if single else sentences)
         if texts:

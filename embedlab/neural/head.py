@@ -144,13 +144,14 @@ def read_head_file(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]
     return tensors, metadata
 
 
-def shipped_head_for(fingerprint: str) -> Path | None:
-    """The packaged head file trained for the model with this content fingerprint, if any."""
+def shipped_head_for(*fingerprints: str) -> Path | None:
+    """The packaged head file trained for the model with one of these fingerprints (content or weights), if any."""
     from safetensors import safe_open
 
+    wanted = {fingerprint for fingerprint in fingerprints if fingerprint}
     for candidate in sorted(RESOURCES.glob("*_mlm_head.safetensors")):
         with safe_open(str(candidate), framework="pt") as handle:
-            if (handle.metadata() or {}).get("model_fingerprint") == fingerprint:
+            if (handle.metadata() or {}).get("model_fingerprint") in wanted:
                 return candidate
     return None
 
@@ -169,6 +170,7 @@ class MaskedLM:
     head_hash: str
     checkpoint_has_head: bool
     layout: HeadLayout | None = None  # None only for hand-built BERT instances (then BERT's names)
+    weights_fingerprint: str = ""  # what shipped heads record (embedlab.models.weights_fingerprint)
 
     @property
     def hidden_size(self) -> int:
@@ -252,7 +254,7 @@ def _load_masked_lm(name: str, head: str) -> MaskedLM:
         if has_head:
             origin = "checkpoint"
         else:
-            shipped = shipped_head_for(base.fingerprint)
+            shipped = shipped_head_for(base.fingerprint, base.weights_fingerprint)
             if shipped is None:
                 train = (f"train one with `embedlab mlm-head train {name} --out HEAD.safetensors` and pass head=HEAD.safetensors, or pass head=untrained"
                          if layout.family == "BERT" else "pass head=untrained (a seeded untrained head; `embedlab mlm-head train` trains BERT heads only)")
@@ -267,7 +269,7 @@ def _load_masked_lm(name: str, head: str) -> MaskedLM:
         head_path = Path(head).expanduser()
         tensors, metadata = read_head_file(head_path)
         trained_for = metadata.get("model_fingerprint")
-        if trained_for and trained_for != base.fingerprint:
+        if trained_for and trained_for not in (base.fingerprint, base.weights_fingerprint):
             raise HeadError(f"head file {head_path} was trained for model fingerprint {trained_for}, not {base.fingerprint} ({name!r})")
         install_head(model, tensors, str(head_path), layout.head_tensors, layout.output_bias)
         origin = f"file:{head_path}"
@@ -281,5 +283,6 @@ def _load_masked_lm(name: str, head: str) -> MaskedLM:
         head_origin=origin,
         head_hash=head_hash(model, layout.head_tensors),
         checkpoint_has_head=has_head,
+        weights_fingerprint=base.weights_fingerprint,
         layout=layout,
     )

@@ -193,8 +193,7 @@ def histogram(results: list[MethodResult], dataset: str, subset: str, metric: st
     figure = histogram_figure(results, dataset, subset, metric)
     if figure is None:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110, bbox_inches="tight")
+    runtime.save_figure(figure, path, dpi=110, bbox_inches="tight")
     plt.close(figure)
     return True
 
@@ -230,5 +229,5 @@ def write_report(
     if notes:
         lines += ["## Notes", ""] + [f"- {note}" for note in notes] + [""]
     path = folder / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
+    runtime.atomic_write_text(path, "\n".join(lines))
     return path

@@ -5,6 +5,12 @@ Each stored row is one :class:`~embedlab.evaluation.records.Record` plus the mod
 A (method, task, dataset) that already has rows counts as finished: evaluators check :meth:`ResultsDB.has`
 and reuse the stored records unless forced, so an interrupted multi-task run resumes where it stopped.
 Re-adding records for the same (method, task, dataset, subset, metric) replaces the old row.
+
+Each row also stores the identity of the method that computed it (:func:`embedlab.evaluation.base.method_identity`:
+canonical spec, model content fingerprint, fitted-state hash — the evaluation cache's key too): a stored
+(method, task, dataset) is reused only under that identity, so a method fitted on other texts, or a model
+folder whose files changed, is computed again. Rows without an identity (older databases) are never reused.
+A database written by a newer embedlab (a higher ``user_version``) is refused, naming both versions.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ CREATE TABLE IF NOT EXISTS results (
     seed INTEGER NOT NULL,
     created REAL NOT NULL,
     extra TEXT,
+    identity TEXT,
     PRIMARY KEY (method, task, dataset, subset, metric)
 );
 CREATE INDEX IF NOT EXISTS results_by_task ON results (task, dataset);
@@ -74,14 +81,26 @@ def source_version(source: Path, version: str) -> str:
 
 
 # PRAGMA user_version of the current layout. 1: classification accuracies are fractions 0–1 (the one
-# unit convention, evaluation/base.py UNITS); version 0 files stored them in percent.
-SCHEMA_VERSION = 1
+# unit convention, evaluation/base.py UNITS); version 0 files stored them in percent. 2: each row holds
+# the identity of the method that computed it (rows of older files have none and are never reused).
+SCHEMA_VERSION = 2
+
+
+class NewerDatabaseError(sqlite3.DatabaseError):
+    """A results database written by a newer embedlab: its layout is not one this version can read."""
 
 
 def _migrate(connection: sqlite3.Connection, existed: bool) -> None:
     """Bring a database written by an older embedlab to :data:`SCHEMA_VERSION`, in the same transaction,
     so that stored results are never reused in another unit than fresh ones."""
     version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise NewerDatabaseError(f"written by a newer embedlab (layout version {version}; this embedlab reads up to "
+                                 f"{SCHEMA_VERSION}); upgrade embedlab or give another --db")
+    if existed and version < 2:
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(results)")}
+        if "identity" not in columns:
+            connection.execute("ALTER TABLE results ADD COLUMN identity TEXT")
     if existed and version < 1:
         connection.execute("UPDATE results SET value = value / 100 WHERE task = 'classification' "
                            "AND metric IN ('accuracy', 'dev_accuracy')")
@@ -108,8 +127,11 @@ class ResultsDB:
         # One short-lived connection per call keeps the object safe to share and the file closed between runs.
         with self._connect() as connection:
             existed = connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'results'").fetchone() is not None
+            if existed:  # the layout is checked (and migrated) before anything else touches the table
+                _migrate(connection, existed)
             connection.executescript(_SCHEMA)
-            _migrate(connection, existed)
+            if not existed:
+                _migrate(connection, existed)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -126,8 +148,10 @@ class ResultsDB:
         except sqlite3.DatabaseError as error:
             raise type(error)(f"{self.path}: {error}") from error
 
-    def add(self, records: Iterable[Record], *, fingerprint: str, seed: int = 0, extra: dict | None = None) -> None:
-        """Store ``records`` (all at once, in one transaction) with their provenance."""
+    def add(self, records: Iterable[Record], *, fingerprint: str, seed: int = 0, extra: dict | None = None,
+            identity: str | None = None) -> None:
+        """Store ``records`` (all at once, in one transaction) with their provenance and the identity of
+        the method that computed them (without one, they are stored but never reused)."""
         now = time.time()
         version = code_version()
         extra_text = json.dumps(extra, sort_keys=True) if extra else None
@@ -140,10 +164,11 @@ class ResultsDB:
                 raise ValueError(f"record {index} ({record.task}/{record.dataset} {record.subset} {record.metric}) is NaN; "
                                  "the results database stores numbers only")
             rows.append((record.method, record.task, record.dataset, record.subset, record.metric, value,
-                         int(record.n), str(fingerprint), version, int(seed), now, extra_text))
+                         int(record.n), str(fingerprint), version, int(seed), now, extra_text, identity))
         with self._connect() as connection:
             connection.executemany(
-                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+                "INSERT OR REPLACE INTO results (method, task, dataset, subset, metric, value, n, fingerprint, code_version, "
+                "seed, created, extra, identity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
             )
 
     def has(self, method: str, task: str, dataset: str) -> bool:
@@ -153,6 +178,16 @@ class ResultsDB:
                 "SELECT 1 FROM results WHERE method = ? AND task = ? AND dataset = ? LIMIT 1", (method, task, dataset)
             ).fetchone()
         return row is not None
+
+    def identities(self, method: str, task: str, dataset: str) -> set[str | None]:
+        """The identities the stored rows of this (method, task, dataset) were computed under (None: unknown);
+        Eq. 3 intersection rows (subset ``vs …``) carry their pair's identity and are left out."""
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT DISTINCT identity FROM results WHERE method = ? AND task = ? AND dataset = ? AND subset NOT LIKE 'vs %'",
+                (method, task, dataset)
+            ).fetchall()
+        return {row[0] for row in rows}
 
     def settings(self, method: str, task: str, dataset: str) -> dict | None:
         """The task settings a stored (method, task, dataset) was computed with (``{}``: the task's defaults),
@@ -185,7 +220,7 @@ class ResultsDB:
 
     def provenance(self, method: str | None = None, task: str | None = None, dataset: str | None = None) -> list[dict]:
         """Stored rows with every column (fingerprint, code version, seed, time, extra)."""
-        columns = "method, task, dataset, subset, metric, value, n, fingerprint, code_version, seed, created, extra"
+        columns = "method, task, dataset, subset, metric, value, n, fingerprint, code_version, seed, created, extra, identity"
         names = [name.strip() for name in columns.split(",")]
         out = []
         for row in self._select(columns, method, task, dataset):

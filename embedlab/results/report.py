@@ -376,8 +376,8 @@ def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation 
 
 
 def write_report(records: Sequence[Record], out: str | Path, **options) -> Path:
-    """Write :func:`html_report` to ``out`` (folders created); the path written."""
+    """Write :func:`html_report` to ``out`` (folders created) atomically: a failed write (a full disk)
+    leaves the old file whole, and a symlink at ``out`` is replaced, not written through; the path written."""
     path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(html_report(records, **options), encoding="utf-8")
+    runtime.atomic_write_text(path, html_report(records, **options))
     return path

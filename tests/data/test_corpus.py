@@ -91,4 +91,4 @@ def test_identity_changes_when_the_file_does(tmp_path, sentences):
     before = Corpus(path).identity()
     path.write_text("\n".join(reversed(sentences)) + "\n", encoding="utf-8")  # same size, other content
     after = Corpus(path).identity()
-    assert before["size"] == after["size"] and before["head_sha256"] != after["head_sha256"]
+    assert before["size"] == after["size"] and before["sha256"] != after["sha256"]

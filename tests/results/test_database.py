@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from embedlab.evaluation.records import Record
-from embedlab.results.database import ResultsDB, default_path, source_version
+from embedlab.results.database import SCHEMA_VERSION, ResultsDB, default_path, source_version
 
 
 def _records(method: str = "minilm", value: float = 0.5) -> list[Record]:
@@ -79,7 +79,7 @@ def test_a_database_of_percent_accuracies_is_migrated_to_fractions(tmp_path: Pat
         assert values == {("classification", "accuracy"): pytest.approx(0.892), ("classification", "dev_accuracy"): pytest.approx(0.805),
                           ("clustering", "accuracy"): 0.5887}
     with sqlite3.connect(path) as connection:
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def _git(repo: Path, *args: str) -> None:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab import runtime
 from embedlab.evaluation.alignsim import lexicon
 from embedlab.evaluation.alignsim.sources import PARAPHRASE_DATASETS, SentencePair, read_dataset
 
@@ -84,9 +85,7 @@ class PerturbationSet:
         written = []
         for kind, items in sorted(self.items.items()):
             path = folder / f"{self.dataset}.{kind}.jsonl"
-            with open(path, "w", encoding="utf-8") as stream:
-                for item in items:
-                    stream.write(json.dumps(item, ensure_ascii=False, sort_keys=True) + "\n")
+            runtime.atomic_write_text(path, "".join(json.dumps(item, ensure_ascii=False, sort_keys=True) + "\n" for item in items))
             written.append(path)
         summary = {
             "format": FORMAT_VERSION,
@@ -96,7 +95,7 @@ class PerturbationSet:
             "skipped": dict(sorted(self.skipped.items())),
         }
         path = folder / f"{self.dataset}.summary.json"
-        path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        runtime.atomic_write_text(path, json.dumps(summary, indent=2, sort_keys=True) + "\n")
         return written + [path]
 
     @classmethod

@@ -19,6 +19,7 @@ the records, so a report can be drawn from reused results too.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from dataclasses import asdict, dataclass, field, fields
@@ -381,8 +382,10 @@ class MethodResult:
             "margins": ["|".join(key) for key in keys],
         }
         path = folder / f"{slug}.json"
-        path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-        np.savez(folder / f"{slug}.npz", **{f"m{index}": self.margins[key] for index, key in enumerate(keys)})
+        runtime.atomic_write_text(path, json.dumps(payload, indent=1) + "\n")
+        arrays = io.BytesIO()
+        np.savez(arrays, **{f"m{index}": self.margins[key] for index, key in enumerate(keys)})
+        runtime.atomic_write_bytes(folder / f"{slug}.npz", arrays.getbuffer())
         return path
 
     @classmethod
