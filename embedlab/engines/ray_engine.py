@@ -178,7 +178,6 @@ def ray_shards(spec: str, states: Sequence[bytes], corpus: Corpus, plans: Sequen
         return
     by_index = {plan.index: plan for plan in plans}
     with ray_session(address, workers) as ray:
-        size = _pool_size(workers)
         rows = slice_rows(total if total is not None else sum(plan.rows for plan in plans))  # the local engine's slices
         slices = [{"shard": plan.index, "offset": plan.start[0], "line": plan.start[1], "skip": skip, "rows": min(rows, plan.rows - skip)}
                   for plan in plans for skip in range(0, plan.rows, rows)]
