@@ -155,7 +155,6 @@ def _embed_locked(method: VectorMethod, corpus: Corpus, folder: OutputFolder, ex
                   progress: bool | None, address: str | None, workers: int | None) -> EmbedResult:
     """The run proper, while holding the folder's lock: the folder is prepared again (another run may have
     written it between the first check and the lock), then fitted and encoded."""
-    shard_size = expected["shard_size"]
     manifest = folder.prepare(expected, overwrite) or {**expected, "texts": scan.count, "ids": scan.id_kind, "fitted": [], "shards": [], "complete": False}
     finished = {entry["index"]: entry for entry in manifest["shards"]
                 if isinstance(entry, dict) and entry.get("index") in range(len(plans))
