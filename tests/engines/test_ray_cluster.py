@@ -25,7 +25,9 @@ from embedlab.engines import embed_corpus, read_shards
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.slow
+# one xdist worker runs every Ray test: they count Ray's processes machine-wide, and two local Rays would
+# compete for the same two cores
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
