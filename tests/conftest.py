@@ -75,3 +75,25 @@ def isolated_cache(tmp_path, monkeypatch):
 
     runtime.clear()  # no token states remembered in memory from another cache
     return tmp_path / "cache"
+
+
+@pytest.fixture(scope="session")
+def wikitext_caches(minilm):
+    """``seed(root)``: copy the suite cache's WikiText-2 sentence split and the default model's reference
+    statistics (idf^W, token counts) into the fresh cache ``root``. Built once per machine (about a minute of
+    sentence splitting), they are an input, not the subject, of tests that start from an empty cache for
+    another reason (streaming, token states): those start from these copies instead of re-splitting."""
+    import shutil
+
+    from embedlab import runtime
+    from embedlab.pooling.weights import reference_token_statistics
+
+    reference_token_statistics(minilm.tokenizer)
+    folders = [runtime.cache_dir("corpus"), runtime.cache_dir("reference")]
+
+    def seed(root) -> None:
+        for folder in folders:
+            shutil.copytree(folder, root / folder.name, dirs_exist_ok=True)
+
+    return seed
+

@@ -1,11 +1,11 @@
 """Two processes building the same per-machine cache entry at once (two test workers, two CLI runs), one of
-them killed with SIGKILL halfway through: the other waits for the build lock instead of computing beside it,
-takes over when the first dies, and its values equal a clean single-process build; the half-written file of
-the killed one is never read and is swept as an orphan.
+them killed with SIGKILL in the middle of the build: the other waits for the build lock instead of computing
+beside it, takes over when the first dies, and its values equal a clean single-process build.
 
-Each case runs the real code in two child processes sharing one private cache: a generic
-``ArrayStore.get`` entry, the WikiText-2 reference statistics (idf^W and token counts) and the unpacking of a
-split-zip model (as all-mpnet-base-v2 is unpacked into the cache).
+Each case runs the real code in two child processes sharing one private cache: a generic ``ArrayStore.get``
+entry and the unpacking of a split-zip model (as all-mpnet-base-v2 is unpacked into the cache), whose builders
+are killed halfway through writing (that half-written file is never read, and is swept as an orphan), and the
+WikiText-2 reference statistics (idf^W and token counts), whose builder is killed while computing them.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ CHILD = textwrap.dedent("""
         print("building", flush=True)
         time.sleep(600)
 
-    if role == "killed":  # stop halfway through writing the entry, holding whatever it holds
+    if role == "killed":  # stop halfway through writing the entry (or, below, computing it), holding its lock
         if what == "unpack":
             original_copy = shutil.copyfileobj
             def copy_then_hang(source, target, length=0):
@@ -77,7 +77,9 @@ CHILD = textwrap.dedent("""
         print("result", digest(array), flush=True)
     elif what == "reference":
         from transformers import AutoTokenizer
-        weights._compute_reference_statistics = announce(weights._compute_reference_statistics)
+        # the killed one dies while computing (holding the lock, nothing written yet); the survivor computes
+        compute = hang if role == "killed" else weights._compute_reference_statistics
+        weights._compute_reference_statistics = announce(compute)
         tokenizer = AutoTokenizer.from_pretrained(models.resolve_model_path("minilm"))
         print("ready", flush=True)
         print("result", digest(*weights.reference_token_statistics(tokenizer)), flush=True)
@@ -106,7 +108,7 @@ def expect_line(child: subprocess.Popen, word: str) -> str:
 
 
 def race_with_a_kill(what: str, cache: Path, *arguments: str) -> str:
-    """Start a builder and stop it halfway through writing; start a second builder of the same entry; kill
+    """Start a builder and stop it halfway through building; start a second builder of the same entry; kill
     the first with SIGKILL; return the second's result digest, after checking that it began computing only
     once the first was dead (it waited for the lock instead of building beside it)."""
     killed = start("killed", what, cache, *arguments)
