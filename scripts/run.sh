@@ -28,6 +28,8 @@ case "$job" in
     if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
     fi
-    exec .venv/bin/python -m pytest -q "$@" ;;
+    # two workers (the machine's two cores); tests that share one resource (a local Ray) carry
+    # pytest.mark.xdist_group and run on one worker (docs/testing.md)
+    exec .venv/bin/python -m pytest -q -n 2 --dist loadgroup "$@" ;;
   *) echo "usage: bash scripts/run.sh main|test" >&2; exit 2 ;;
 esac

@@ -1,12 +1,48 @@
-"""Shared fixtures: offline hub, the real default model, and small slices of the real data."""
+"""Shared fixtures: offline hub, the real default model, and small slices of the real data; the cores shared
+between xdist workers; an opt-in per-test CPU-time log (docs/testing.md)."""
 
 from __future__ import annotations
 
+import json
 import os
+import resource
+import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    # Each xdist worker gets its share of the cores for torch and BLAS (set before torch is imported, and
+    # inherited by the CLI subprocesses tests start): two workers each running two threads on two cores
+    # spend their time preempting each other.
+    _SHARE = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_variable, str(_SHARE))
 
 import pytest
+
+TEST_TIMES_VARIABLE = "EMBEDLAB_TEST_TIMES"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With ``EMBEDLAB_TEST_TIMES=FILE``, append one JSON line per test (setup, call and teardown together):
+    wall seconds and CPU seconds of this process and its finished children. CPU time, unlike wall time,
+    hardly moves with what else runs on a shared machine, so it ranks slow tests honestly under load."""
+    path = os.environ.get(TEST_TIMES_VARIABLE)
+    if not path:
+        yield
+        return
+    before = _cpu_seconds(), time.perf_counter()
+    yield
+    cpu, wall = _cpu_seconds() - before[0], time.perf_counter() - before[1]
+    line = json.dumps({"test": item.nodeid, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+                       "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")})
+    with open(path, "a", encoding="utf-8") as stream:  # one short append per line: workers do not interleave
+        stream.write(line + "\n")
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 @pytest.fixture(scope="session")
@@ -39,3 +75,25 @@ def isolated_cache(tmp_path, monkeypatch):
 
     runtime.clear()  # no token states remembered in memory from another cache
     return tmp_path / "cache"
+
+
+@pytest.fixture(scope="session")
+def wikitext_caches(minilm):
+    """``seed(root)``: copy the suite cache's WikiText-2 sentence split and the default model's reference
+    statistics (idf^W, token counts) into the fresh cache ``root``. Built once per machine (about a minute of
+    sentence splitting), they are an input, not the subject, of tests that start from an empty cache for
+    another reason (streaming, token states): those start from these copies instead of re-splitting."""
+    import shutil
+
+    from embedlab import runtime
+    from embedlab.pooling.weights import reference_token_statistics
+
+    reference_token_statistics(minilm.tokenizer)
+    folders = [runtime.cache_dir("corpus"), runtime.cache_dir("reference")]
+
+    def seed(root) -> None:
+        for folder in folders:
+            shutil.copytree(folder, root / folder.name, dirs_exist_ok=True)
+
+    return seed
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 import numpy as np
 import pytest
@@ -16,7 +17,10 @@ class FakeMethod:
         self.vectors = vectors or {}
         self.dim = dim
         self.spec = spec
-        self.fingerprint = "fake-fingerprint"
+        # the eval cache keys encodings by spec and fingerprint: two fakes that map texts differently must
+        # not share entries, whichever xdist worker or test order brings them together
+        described = sorted((text, np.asarray(vector, dtype=np.float32).tobytes().hex()) for text, vector in self.vectors.items())
+        self.fingerprint = "fake-" + hashlib.sha256(repr((described, dim, pairwise)).encode()).hexdigest()[:16]
         self.pairwise = pairwise
         self.encode_calls: list[list[str]] = []
         self.similarity_calls = 0
@@ -47,7 +51,10 @@ def isolated_eval_cache(tmp_path_factory, monkeypatch):
     """Encodings and results of evaluation tests go to a per-session temporary folder, never the user's.
     (Autouse in every test module that imports it.)"""
     base = tmp_path_factory.getbasetemp()
-    monkeypatch.setenv("EMBEDLAB_CACHE", str(base / "eval-cache"))
+    # the cache is shared by this run's xdist workers (it is safe for concurrent builders, and each encoding
+    # is then computed once); the results database stays one per worker
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(shared / "eval-cache"))
     monkeypatch.setenv("EMBEDLAB_RESULTS", str(base / "eval-results.sqlite"))
 
 

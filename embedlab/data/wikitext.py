@@ -19,7 +19,7 @@ from pathlib import Path
 
 from embedlab.data import DataFormatError
 from embedlab.data.sentences import split_sentences
-from embedlab.runtime import atomic_write_bytes, cache_dir, cached, data_path
+from embedlab.runtime import atomic_write_bytes, building, cache_dir, cached, data_path
 
 # Tokens per split as published with WikiText-2 (words plus one end-of-line token per line).
 WIKITEXT_TOKENS = {"train": 2088628, "valid": 217646, "test": 245569}
@@ -75,8 +75,12 @@ def wikitext2_sentences(split: str = "train", min_chars: int = 10, unk_token: st
     if sentences_file.exists():
         sentences = sentences_file.read_text(encoding="utf-8").split("\n")
     else:
-        sentences = [sentence for paragraph in wikitext2_paragraphs(split) for sentence in split_sentences(paragraph)]
-        atomic_write_bytes(sentences_file, "\n".join(sentences).encode("utf-8"))
+        with building(sentences_file):  # another process splitting the same split: wait for its file
+            if sentences_file.exists():
+                sentences = sentences_file.read_text(encoding="utf-8").split("\n")
+            else:
+                sentences = [sentence for paragraph in wikitext2_paragraphs(split) for sentence in split_sentences(paragraph)]
+                atomic_write_bytes(sentences_file, "\n".join(sentences).encode("utf-8"))
     selected = [sentence for sentence in sentences if len(sentence) >= min_chars]
     if unk_token != "<unk>":
         selected = [sentence.replace("<unk>", unk_token) for sentence in selected]

@@ -59,7 +59,9 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
     if address:
         ray.init(address=address, logging_level=logging.WARNING)
     else:
-        ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING)
+        # address="local": start our own, as promised; without it Ray attaches to the last cluster started on
+        # this machine (/tmp/ray/ray_current_cluster), and refuses num_cpus there
+        ray.init(address="local", num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING)
     try:
         yield ray
     finally:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from embedlab.data.wikitext import wikitext2_sentences
-from embedlab.runtime import ArrayStore, memo
+from embedlab.runtime import ArrayStore, building, memo
 
 FREQUENT_TOKEN_COUNT = 33
 FILTERS = ("frequent", "punct", "subword")
@@ -72,6 +72,14 @@ def reference_token_statistics(tokenizer) -> tuple[np.ndarray, np.ndarray]:
     idf, counts = store.load(f"{vocabulary}-idf-wikitext2"), store.load(f"{vocabulary}-counts-wikitext2")
     if idf is not None and counts is not None:
         return idf, counts
+    with building(store.path(f"{vocabulary}-idf-wikitext2")):  # another process building them: wait for its files
+        idf, counts = store.load(f"{vocabulary}-idf-wikitext2"), store.load(f"{vocabulary}-counts-wikitext2")
+        if idf is not None and counts is not None:
+            return idf, counts
+        return _compute_reference_statistics(tokenizer, store, vocabulary)
+
+
+def _compute_reference_statistics(tokenizer, store: ArrayStore, vocabulary: str) -> tuple[np.ndarray, np.ndarray]:
     sentences = wikitext2_sentences("train", min_chars=1, unk_token=tokenizer.unk_token or "<unk>")
     encoded = tokenizer(sentences, add_special_tokens=False, verbose=False)["input_ids"]
     vocab_size = len(tokenizer)

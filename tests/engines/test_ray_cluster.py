@@ -22,10 +22,13 @@ import pytest
 
 from embedlab import runtime
 from embedlab.engines import embed_corpus, read_shards
+from ray_helpers import own_encoder_actors
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.slow
+# one xdist worker runs every Ray test: they count Ray's processes machine-wide, and two local Rays would
+# compete for the same two cores
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,21 +48,6 @@ def two_nodes():
         cluster.shutdown()
 
 
-def _encoder_actor_parents() -> dict[int, int]:
-    """Embedding actor pid -> parent pid (the raylet of the node that runs it)."""
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                title = (entry / "cmdline").read_bytes()
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if title.startswith(b"ray::MapWorker(MapBatches(_Encoder))"):
-                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    return parents
-
-
 def test_a_driver_attached_by_address_uses_both_nodes_and_gives_the_local_vectors(two_nodes, tmp_path, sts_sentences,
                                                                                  monkeypatch):
     source = tmp_path / "texts.jsonl"
@@ -73,7 +61,7 @@ def test_a_driver_attached_by_address_uses_both_nodes_and_gives_the_local_vector
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     actors: dict[int, int] = {}
     while driver.poll() is None:  # the actors live for the run: note which raylet started each
-        actors.update(_encoder_actor_parents())
+        actors.update(own_encoder_actors())
         time.sleep(0.05)
     _, errors = driver.communicate()
     assert driver.returncode == 0, errors

@@ -21,23 +21,29 @@ import pytest
 import embedlab
 from embedlab import runtime
 from embedlab.engines import embed_corpus, read_shards
+from ray_helpers import own_encoder_actors, still_running
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.slow
+# one xdist worker runs every Ray test: they count Ray's processes machine-wide, and two local Rays would
+# compete for the same two cores
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module")
 def local_ray():
     """One local Ray for the module (2 CPUs, no dashboard, no usage stats), shut down afterwards."""
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    # address="local": a new local Ray, never one found through RAY_ADDRESS or /tmp/ray/ray_current_cluster
+    # (another test's cluster, or another user's on this machine)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
     yield ray
+    actors = set(own_encoder_actors())
     ray.shutdown()
     deadline = time.monotonic() + 60  # actor processes exit once they notice their raylet is gone
-    while _encoder_actor_pids() and time.monotonic() < deadline:
+    while still_running(actors) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not _encoder_actor_pids(), "Ray actor processes outlived ray.shutdown()"
+    assert not still_running(actors), "Ray actor processes outlived ray.shutdown()"
 
 
 @pytest.fixture
@@ -84,20 +90,6 @@ def test_ray_equals_the_local_engine_for_neural_embeddings(local_ray, tmp_path, 
     assert local_vectors.shape == (3, ray_vectors.shape[1]) and cosines.min() >= 0.99999
 
 
-def _encoder_actor_pids() -> list[int]:
-    """Pids of the embedding actors (Ray titles their processes ``ray::MapWorker(MapBatches(_Encoder))...``)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                title = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if title.startswith(b"ray::MapWorker(MapBatches(_Encoder))"):
-                pids.append(int(entry.name))
-    return pids
-
-
 def test_a_killed_actor_loses_and_repeats_no_text(local_ray, tmp_path, sts_test_rows, separate_caches):
     texts = list(dict.fromkeys(text for _, a, b in sts_test_rows for text in (a, b)))[:400]
     source = _texts_file(tmp_path, texts)
@@ -109,7 +101,7 @@ def test_a_killed_actor_loses_and_repeats_no_text(local_ray, tmp_path, sts_test_
         while time.monotonic() < deadline and not killed:
             manifest = out / "manifest.json"
             if manifest.exists() and json.loads(manifest.read_text())["shards"]:
-                pids = _encoder_actor_pids()
+                pids = sorted(own_encoder_actors())  # this run's actors, never another user's
                 if pids:
                     os.kill(pids[0], signal.SIGKILL)
                     killed.append(pids[0])

@@ -62,7 +62,7 @@ def _long_text() -> str:
     "minilm:pool=max,special=exclude",
     "minilm:pool=cls,filter=biases",
 ])
-def test_streamed_pooling_equals_one_pass(spec, sts_sentences, tmp_path):
+def test_streamed_pooling_equals_one_pass(spec, sts_sentences, tmp_path, wikitext_caches):
     """Chunks of a few texts equal one pass over the same token states (idf^T, the fitted chain, a template
     and a long text's model inputs all take part); the method streams the same way. From an empty cache
     the streamed run feeds the model other batches, which moves token states by float rounding only."""
@@ -71,6 +71,8 @@ def test_streamed_pooling_equals_one_pass(spec, sts_sentences, tmp_path):
 
     texts = sts_sentences[:25] + [_long_text()] + sts_sentences[25:40]
     assert len(list(stream_chunks(texts, 120))) >= 8
+    for root in ("shared", "empty"):  # no token states; the WikiText-2 statistics filter=biases reads are given
+        wikitext_caches(tmp_path / root)
     try:
         runtime.configure(cache_root=tmp_path / "shared", memory_cache_bytes=0)  # chunks re-read the disk cache
         pipeline = embedlab.load(spec).pipeline
