@@ -22,7 +22,7 @@ def _cmd_export_static(args: argparse.Namespace) -> int:
     plan = plan_export(method)  # refuses a non-static spec before anything is loaded or computed
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise FileExistsError(f"--out {out} exists and is not an empty folder; choose a new folder")
+        raise ValueError(f"--out {out} exists and is not an empty folder; choose a new folder")
     texts = Corpus(args.fit_on, "auto").read_all()[1] if args.fit_on else None
     if plan.needs_target_texts and texts is None:
         raise ValueError(f"{method.spec} fits statistics on the target texts (idf-target or a post-processing step "

@@ -1,4 +1,4 @@
-"""Export a static method (``avg:``, ``random:``) as a model2vec folder that ``model2vec.StaticModel`` loads unchanged.
+"""Export a static method (``avg:``, ``random:``, ``distil:``) as a model2vec folder that ``model2vec.StaticModel`` loads unchanged.
 
 model2vec encodes a text as the plain mean of its tokens' table rows (no special tokens, the unknown
 token dropped), then optionally unit-normalises it. What of an embedlab method folds into that, exactly:
@@ -33,7 +33,7 @@ from embedlab.methods.pooled import STATIC, PooledMethod
 from embedlab.pooling.postprocess import Chain, fit_chain
 from embedlab.pooling.static_folders import write_static_folder
 
-EXPORTABLE_FAMILIES = ("avg", "random")
+EXPORTABLE_FAMILIES = ("avg", "random", "distil")
 AFFINE_STEPS = ("zscore", "whiten")  # and abtt-D
 
 
@@ -63,7 +63,7 @@ def plan_export(method: EmbeddingMethod) -> ExportPlan:
         why = "its token vectors depend on the context (a transformer runs at encode time)" if family != "bert+avg" else \
             "its contextual part (1-w)·v_model depends on each token's neighbours; only the w·Avg part is static"
         raise NotExportableError(f"{method.spec} cannot be exported as a static model: {why}. "
-                                 f"Static specs are avg:MODEL and random:MODEL (e.g. avg:minilm,special=exclude)")
+                                 f"Static specs are avg:MODEL, random:MODEL and distil:MODEL (e.g. avg:minilm,special=exclude)")
     if family == STATIC:
         raise NotExportableError(f"{method.spec} is already a model2vec folder ({method.parsed.model}); copy it instead")
     spec = method.parsed
@@ -118,7 +118,7 @@ def export_static(method: EmbeddingMethod, out: str | Path, fit_texts: Sequence[
                                  "step without @ref): give the texts to fit them on (--fit-on FILE)")
     out = Path(out)
     if out.exists() and any(out.iterdir()):
-        raise FileExistsError(f"{out} exists and is not empty; choose a new folder")
+        raise ValueError(f"{out} exists and is not empty; choose a new folder")
     if fit_texts and not method.is_fitted:
         method.fit(list(fit_texts))
     pipeline = method.pipeline

@@ -7,6 +7,7 @@ The pooling paper's token vectors (§3.1–3.2) come from four sources:
 * :class:`RandomTokens` — one random N(0, std²) vector per vocabulary token (§3.2.5);
 * :class:`AvgTokens` — each token's states averaged over its WikiText-2 contexts (§3.2.3);
 * :class:`MixedTokens` — (1 − w)·contextual + w·static per token (Eq. 10);
+* :class:`DistilledTokens` — each vocabulary token alone through the model, as model2vec distils;
 * :class:`ImportedStaticTokens` — the table of a model2vec folder (:mod:`embedlab.pooling.static_folders`).
 
 Static sources (random, Avg, imported) are one table looked up by token id: they answer ``table()`` and
@@ -31,7 +32,7 @@ import numpy as np
 
 from embedlab.models import LoadedModel
 from embedlab.pooling.aggregation import FlatTokens
-from embedlab.pooling.static import avg_tables, model_random_table
+from embedlab.pooling.static import avg_tables, distilled_table, model_random_table
 from embedlab.pooling.static_folders import StaticModelFolder
 from embedlab.runtime import memo
 from embedlab.tokens.states import TokenStates, store_for
@@ -216,6 +217,16 @@ class AvgTokens(StaticTokens):
         for layer in self.layers[1:]:
             total = total + tables[layer + 1][token_ids]
         return total / np.float32(len(self.layers))
+
+
+@dataclass(frozen=True, eq=False)
+class DistilledTokens(StaticTokens):
+    """Each token's vector from its one-token context, last layer mean-pooled (model2vec's distillation)."""
+
+    model: LoadedModel
+
+    def table(self) -> np.ndarray:
+        return distilled_table(self.model)
 
 
 @dataclass(frozen=True, eq=False)

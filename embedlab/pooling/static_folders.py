@@ -174,14 +174,21 @@ def check_static_model(name: str) -> None:
     resolve_static_path(name)
 
 
-@cached("static model folders", maxsize=2)
 def load_static_model(name: str) -> StaticModelFolder:
-    """Read a model2vec folder (or a named static model), checking the table against its tokenizer."""
-    from safetensors import safe_open
-    from safetensors import SafetensorError
+    """Read a model2vec folder (or a named static model), checking the table against its tokenizer.
+
+    Remembered per folder and file stamps: a folder rewritten in place is read again."""
+    folder = resolve_static_path(name)
+    stamp = tuple((item, (folder / item).stat().st_size, (folder / item).stat().st_mtime_ns) for item in MODEL2VEC_FILES)
+    return _load_static_model(name, str(folder), stamp)
+
+
+@cached("static model folders", maxsize=2)
+def _load_static_model(name: str, path: str, stamp: tuple) -> StaticModelFolder:
+    from safetensors import SafetensorError, safe_open
     from tokenizers import Tokenizer
 
-    folder = resolve_static_path(name)
+    folder = Path(path)
     config = json.loads((folder / "config.json").read_text())
     weights_file = folder / "model.safetensors"
     try:
