@@ -202,6 +202,8 @@ def _load_static_model(name: str, path: str, stamp: tuple) -> StaticModelFolder:
         backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
     except Exception as error:  # noqa: BLE001 - the tokenizers library raises a bare Exception on a bad file
         raise StaticModelError(f"{folder / 'tokenizer.json'}: not a Hugging Face fast tokenizer ({error})") from None
+    backend.no_truncation()  # a truncation or padding setting saved in tokenizer.json must not cut or pad texts
+    backend.no_padding()
     tokenizer = TokenizerVocabulary(backend, _unknown_token_id(backend))
     embeddings, mapping, scales = arrays["embeddings"], arrays.get("mapping"), arrays.get("weights")
     _check_table(folder, embeddings, mapping, scales, len(tokenizer), config)
@@ -247,6 +249,17 @@ def _check_table(folder: Path, embeddings: np.ndarray, mapping: np.ndarray | Non
         raise StaticModelError(f"{where}: the table or its weights hold NaN or infinite values")
 
 
+def plain_tokenizer_json(tokenizer_json: str) -> str:
+    """The tokenizer without the truncation and padding settings a transformers tokenizer may carry (a model
+    trained with 256-token inputs saves truncation at 256): a static model pools every token."""
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(tokenizer_json)
+    backend.no_truncation()
+    backend.no_padding()
+    return backend.to_str()
+
+
 def write_static_folder(folder: Path, table: np.ndarray, tokenizer_json: str, config: dict) -> None:
     """Write a model2vec folder: ``model.safetensors`` (float32 ``embeddings``), ``tokenizer.json``,
     ``config.json`` and sentence-transformers' ``modules.json``, so that ``StaticModel.from_pretrained``
@@ -260,6 +273,6 @@ def write_static_folder(folder: Path, table: np.ndarray, tokenizer_json: str, co
     if config.get("normalize"):
         modules.append({"idx": 1, "name": "1", "path": "1_Normalize", "type": "sentence_transformers.models.Normalize"})
     atomic_write_bytes(folder / "model.safetensors", safetensors_save({"embeddings": table}))
-    atomic_write_bytes(folder / "tokenizer.json", tokenizer_json.encode("utf-8"))
+    atomic_write_bytes(folder / "tokenizer.json", plain_tokenizer_json(tokenizer_json).encode("utf-8"))
     atomic_write_bytes(folder / "config.json", (json.dumps(config, indent=2) + "\n").encode("utf-8"))
     atomic_write_bytes(folder / "modules.json", (json.dumps(modules, indent=2) + "\n").encode("utf-8"))

@@ -63,8 +63,8 @@ def test_a_path_equals_the_named_model_and_options_compose(tokenlearn_folder, st
 def test_any_model2vec_folder_gives_model2vecs_vectors(tmp_path, minilm, sts_sentences, kind):
     folder = _model2vec_folder(tmp_path / kind, minilm, dtype=np.int8 if kind in ("int8", "quantised") else np.float32,
                                quantised=kind == "quantised", normalize=kind == "normalized")
-    texts = [*sts_sentences, "an [UNK] token and \u2603 snow"]
-    reference = model2vec.StaticModel.from_pretrained(str(folder)).encode(texts)
+    texts = [*sts_sentences, "an [UNK] token and \u2603 snow", " ".join(sts_sentences)]  # the last: > 128 tokens,
+    reference = model2vec.StaticModel.from_pretrained(str(folder)).encode(texts)  # where MiniLM's tokenizer.json truncates
     np.testing.assert_allclose(embedlab.load(f"static:{folder}").encode(texts), reference, rtol=1e-6, atol=1e-5)
 
 
@@ -121,3 +121,20 @@ def test_a_table_that_disagrees_with_its_tokenizer_is_refused_before_work(tmp_pa
     shutil.copy(minilm.path / "config.json", folder / "config.json")
     with pytest.raises(StaticModelError, match="transformer model folder"):
         embedlab.load(f"static:{folder}")
+
+
+def test_a_truncation_saved_in_tokenizer_json_does_not_cut_texts(tmp_path, minilm, sts_sentences):
+    """MiniLM's tokenizer.json carries truncation at 128 tokens: a static model still pools every token,
+    and a folder written by embedlab carries no truncation or padding."""
+    from embedlab.pooling.static_folders import write_static_folder
+
+    folder = _model2vec_folder(tmp_path / "m", minilm)
+    tokenizer = json.loads((folder / "tokenizer.json").read_text())
+    tokenizer["truncation"] = {"direction": "Right", "max_length": 8, "strategy": "LongestFirst", "stride": 0}
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer))
+    long_text = " ".join(sts_sentences[:10])
+    reference = model2vec.StaticModel.from_pretrained(str(folder)).encode([long_text], max_length=None)
+    np.testing.assert_allclose(embedlab.load(f"static:{folder}").encode([long_text]), reference, rtol=1e-6, atol=1e-6)
+    write_static_folder(tmp_path / "out", np.zeros((30522, 4)), json.dumps(tokenizer), {"normalize": False})
+    written = json.loads((tmp_path / "out" / "tokenizer.json").read_text())
+    assert written["truncation"] is None and written["padding"] is None
