@@ -9,7 +9,7 @@ paragraphs only (tokens absent from them get their one-token-context vectors, as
 as a model2vec folder and evaluated as ``static:FOLDER,normalize=no``. ``--avg-paragraphs 0`` uses the
 full corpus.
 
-    nice -n 10 python scripts/static_recipes.py --db results/static.sqlite [--avg-paragraphs 1024]
+    nice -n 10 python scripts/static_recipes.py --db results/static.sqlite [--avg-paragraphs 512]
 """
 
 from __future__ import annotations
@@ -47,15 +47,15 @@ def avg_folder(paragraphs: int, out: Path) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", default="results/static.sqlite")
-    parser.add_argument("--avg-paragraphs", type=int, default=1024)
+    parser.add_argument("--avg-paragraphs", type=int, default=512)
     parser.add_argument("--folder", type=Path, default=Path("results/static_avg_minilm"))
     args = parser.parse_args()
     folder = avg_folder(args.avg_paragraphs, args.folder)
     specs = [
-        "distil:minilm,special=exclude", f"distil:minilm,special=exclude,{POST}",
-        f"static:{folder},normalize=no", f"static:{folder},normalize=no,{POST}",
         "random:minilm,special=exclude", f"random:minilm,special=exclude,{POST}",
         "static:tokenlearn", f"static:tokenlearn,{POST}",
+        f"static:{folder},normalize=no", f"static:{folder},normalize=no,{POST}",
+        "distil:minilm,special=exclude", f"distil:minilm,special=exclude,{POST}",
     ]
     return embedlab_main(["eval", *specs, "--tasks", TASKS, "--db", args.db, "--format", "markdown"])
 
