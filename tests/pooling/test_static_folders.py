@@ -65,7 +65,8 @@ def test_any_model2vec_folder_gives_model2vecs_vectors(tmp_path, minilm, sts_sen
                                quantised=kind == "quantised", normalize=kind == "normalized")
     texts = [*sts_sentences, "an [UNK] token and \u2603 snow", " ".join(sts_sentences)]  # the last: > 128 tokens,
     reference = model2vec.StaticModel.from_pretrained(str(folder)).encode(texts)  # where MiniLM's tokenizer.json truncates
-    np.testing.assert_allclose(embedlab.load(f"static:{folder}").encode(texts), reference, rtol=1e-6, atol=1e-5)
+    # unnormalised int8-scale vectors (|v| up to ~100): model2vec sums hundreds of tokens in float32, hence rtol 1e-5
+    np.testing.assert_allclose(embedlab.load(f"static:{folder}").encode(texts), reference, rtol=1e-5, atol=1e-5)
 
 
 def test_idf_weights_on_top_weight_each_token(tmp_path, minilm):
