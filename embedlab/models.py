@@ -124,6 +124,21 @@ def _mpnet_path() -> Path:
 
 NAMED_MODELS = {"minilm": _minilm_path, "mpnet": _mpnet_path}
 
+# Static (model2vec) models shipped as packages: used through the `static` family (`static:tokenlearn`).
+STATIC_MODELS = {"tokenlearn": ("tokenlearn-static-model", "static_model/model/config.json")}
+
+
+def static_model_path(name: str) -> Path | None:
+    """The folder of a named static model (``tokenlearn``: the tokenlearn-static-model package's model2vec
+    folder), or None when ``name`` names none."""
+    if name not in STATIC_MODELS:
+        return None
+    distribution, suffix = STATIC_MODELS[name]
+    try:
+        return _package_file(distribution, suffix).parent
+    except ModelNotFoundError as error:
+        raise ModelNotFoundError(f"static model {name!r}: {error}; get it with: pip install {distribution}") from None
+
 
 def _check_installed(name: str) -> None:
     """Raise ModelNotFoundError unless the named model's packages are installed (nothing is unpacked)."""
@@ -162,8 +177,12 @@ def resolve_model_path(name: str) -> Path:
             return NAMED_MODELS[name]()
         except ModelNotFoundError as error:
             raise ModelNotFoundError(_unknown_model_message(name, str(error))) from error
+    if name in STATIC_MODELS:
+        raise ModelNotFoundError(f"{name!r} is a static (model2vec) model, not a transformer: use it as static:{name}")
     candidate = Path(name).expanduser()
     if candidate.is_dir():
+        if is_model2vec_folder(candidate):
+            raise ModelNotFoundError(f"{candidate} is a static (model2vec) model folder, not a transformer: use it as static:{name}")
         if not (candidate / "config.json").exists():
             raise ModelNotFoundError(_unknown_model_message(name, f"folder {candidate} has no config.json"))
         return candidate.resolve()
@@ -175,6 +194,17 @@ def resolve_model_path(name: str) -> Path:
         raise ModelNotFoundError(
             _unknown_model_message(name, "not a named model, not a local folder, and not in the local Hugging Face cache")
         ) from error
+
+
+def is_model2vec_folder(folder: Path) -> bool:
+    """A model2vec folder: tokenizer.json, model.safetensors and a config.json whose model_type, if any, is model2vec."""
+    if not all((folder / item).is_file() for item in ("config.json", "model.safetensors", "tokenizer.json")):
+        return False
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("model_type", "model2vec") == "model2vec"
 
 
 def check_model(name: str) -> None:

@@ -20,9 +20,9 @@ import warnings
 
 from embedlab import __version__
 from embedlab import runtime
-from embedlab.cli import alignsim, arguments, cache, embed, evaluate, matching, methods, neural, reproduce
+from embedlab.cli import alignsim, arguments, cache, embed, evaluate, matching, methods, neural, reproduce, static
 
-COMMAND_GROUPS = (embed, methods, evaluate, neural, matching, alignsim, reproduce, cache)
+COMMAND_GROUPS = (embed, methods, evaluate, neural, matching, alignsim, reproduce, static, cache)
 
 USAGE_ERROR = 2  # bad arguments or input: the user can fix the command line or the file
 RUNTIME_ERROR = 1  # the command was fine but the machine was not (disk full, no permission, damaged database)

@@ -3,7 +3,10 @@
 * ``pooled`` (the default: ``minilm``, ``minilm:layers=1+last,...``) — contextual token states pooled;
 * ``random`` — random static token vectors (§3.2.5);
 * ``avg`` — context-averaged static token vectors (§3.2.3);
-* ``bert+avg`` — the mix v = (1 − w)·v_model + w·v_Avg (Eq. 10).
+* ``bert+avg`` — the mix v = (1 − w)·v_model + w·v_Avg (Eq. 10);
+* ``distil`` — each vocabulary token alone through the model, last layer mean-pooled (model2vec's distillation);
+* ``static`` — a model2vec model folder (``static:PATH``, ``static:tokenlearn``): its table, token mapping
+  and weights, with the paper's token weights and post-processing available on top as for ``avg``.
 
 Each family is an option table and a token source; everything after the source — token selection and
 weights, aggregation, post-processing — is the same :class:`~embedlab.pooling.pipeline.PoolingPipeline`,
@@ -29,7 +32,9 @@ from embedlab.models import LoadedModel, load_model
 from embedlab.pooling.aggregation import AGGREGATIONS, FlatTokens
 from embedlab.pooling.pipeline import WEIGHTINGS, PoolingPipeline, TokenSelection
 from embedlab.pooling.postprocess import Chain, parse_chain, read_safetensors, validate_chain
-from embedlab.pooling.sources import AvgTokens, ContextualTokens, MixedTokens, RandomTokens, TokenSource, resolve_layers
+from embedlab.pooling.sources import (AvgTokens, ContextualTokens, DistilledTokens, ImportedStaticTokens, MixedTokens, RandomTokens, TokenSource,
+                                     resolve_layers)
+from embedlab.pooling.static_folders import StaticModelFolder, load_static_model
 from embedlab.pooling.weights import FILTERS, excluded_vocabulary
 from embedlab.runtime import ArrayStore, atomic_write_bytes, cache_key
 from embedlab.spec import POOLED, MethodSpec, Option, finite_number, whole_number
@@ -108,6 +113,14 @@ RANDOM_OPTIONS = {"seed": SEED_OPTION, "std": STD_OPTION, "dim": DIM_OPTION, "we
 AVG_OPTIONS = {"layers": LAYERS_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
                "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION}
 MIX_OPTIONS = {"w": W_OPTION, **POOLED_OPTIONS}
+DISTIL_OPTIONS = {"weights": WEIGHTS_OPTION, "filter": FILTER_OPTION, "special": SPECIAL_OPTION, "post": POST_OPTION,
+                  "pool": STATIC_POOL_OPTION}
+# A model2vec model's own last step: unit length when its config.json says "normalize": true.
+NORMALIZE_OPTION = Option("model", ("model", "yes", "no"),
+                          "unit-normalise the final vectors: model (as the folder's config.json says), yes, no")
+STATIC_OPTIONS = {"weights": WEIGHTS_OPTION, "filter": FILTER_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION,
+                  "normalize": NORMALIZE_OPTION}
+STATIC = "static"
 
 
 # --- stage 1 per family; stages 2–4 are shared ----------------------------------------------------------
@@ -128,23 +141,32 @@ TOKEN_SOURCES: dict[str, Callable[[LoadedModel, MethodSpec], TokenSource]] = {
     "random": lambda model, spec: RandomTokens(model, int(spec.get("seed")), float(spec.get("std")),
                                                None if spec.get("dim") == "model" else int(spec.get("dim"))),
     "avg": lambda model, spec: AvgTokens(model, _layers(model, spec)),
+    "distil": lambda model, spec: DistilledTokens(model),
+    STATIC: lambda model, spec: ImportedStaticTokens(model),
     "bert+avg": lambda model, spec: MixedTokens(_contextual_tokens(model, spec), AvgTokens(model, _layers(model, spec)), float(spec.get("w"))),
 }
 
 
 def build_pipeline(spec: MethodSpec) -> PoolingPipeline:
     """The stages ``spec`` names: its family's token source, then the options every pooled family shares."""
-    model = load_model(spec.model)
+    model = load_static_model(spec.model) if spec.family == STATIC else load_model(spec.model)
+    post = parse_chain(spec.get("post"))
+    if spec.family == STATIC and _final_normalize(model, spec.get("normalize")) and post[-1:] != [("normalize", False)]:
+        post.append(("normalize", False))
     return PoolingPipeline(
         source=TOKEN_SOURCES[spec.family](model, spec),
         selection=TokenSelection(
-            include_special=spec.get("special") == "include",
+            include_special=spec.family == STATIC or spec.get("special") == "include",
             excluded_vocab=excluded_vocabulary(model.tokenizer, spec.get("filter")),
             weighting=spec.get("weights"),
         ),
         aggregation=spec.get("pool"),
-        post=tuple(parse_chain(spec.get("post"))),
+        post=tuple(post),
     )
+
+
+def _final_normalize(model: StaticModelFolder, choice: str) -> bool:
+    return model.normalize if choice == "model" else choice == "yes"
 
 
 # --- the method -------------------------------------------------------------------------------------------
@@ -277,4 +299,8 @@ POOLED_FAMILIES = (
     Family("random", RANDOM_OPTIONS, PooledMethod, "random N(0, std²) token vectors with the model's tokenizer and width (§3.2.5)"),
     Family("avg", AVG_OPTIONS, PooledMethod, "token vectors averaged over their WikiText-2 contexts (§3.2.3)"),
     Family("bert+avg", MIX_OPTIONS, PooledMethod, "(1-w)·contextual + w·Avg token vectors (Eq. 10)"),
+    Family("distil", DISTIL_OPTIONS, PooledMethod, "static token vectors distilled as model2vec does: each vocabulary token "
+           "alone in [CLS] t [SEP], last layer mean-pooled"),
+    Family(STATIC, STATIC_OPTIONS, PooledMethod, "a model2vec static model folder (static:PATH, static:tokenlearn): "
+           "its token table, weights and normalisation, with token weights and post-processing on top"),
 )

@@ -15,9 +15,10 @@ from __future__ import annotations
 from embedlab.matching.method import MATCH_FAMILY
 from embedlab.methods.base import EmbeddingMethod, Family
 from embedlab.methods.concat import ConcatMethod
-from embedlab.methods.pooled import POOLED_FAMILIES
+from embedlab.methods.pooled import POOLED_FAMILIES, STATIC
 from embedlab.methods.st import ST_FAMILY
-from embedlab.models import NAMED_MODELS, check_model
+from embedlab.models import NAMED_MODELS, STATIC_MODELS, check_model
+from embedlab.pooling.static_folders import check_static_model
 from embedlab.neural.family import NEURAL_FAMILY
 from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, parse_spec
 
@@ -42,12 +43,15 @@ def parse(spec: str) -> MethodSpec | ConcatSpec:
     """The parsed, canonical form of a spec string or preset name (``str(parse(s))`` is its canonical text)."""
     if isinstance(spec, str) and spec in PRESETS:
         spec = PRESETS[spec][0]
-    return parse_spec(spec, SCHEMAS, NAMED_MODELS)
+    return parse_spec(spec, SCHEMAS, [*NAMED_MODELS, *STATIC_MODELS])
 
 
 def build(spec: MethodSpec) -> EmbeddingMethod:
     """The method of one parsed spec; raises ModelNotFoundError now if its model cannot be loaded."""
-    check_model(spec.model)
+    if spec.family == STATIC:  # a model2vec folder, not a transformer
+        check_static_model(spec.model)
+    else:
+        check_model(spec.model)
     return FAMILIES[spec.family].build(spec)
 
 

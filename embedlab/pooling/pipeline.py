@@ -19,6 +19,11 @@ statistic is per text or given (idf over all the target texts comes from a token
 token states), so the vectors equal a one-shot pass; post-processing is fitted on the pooled vectors of
 all texts, which are small. A list of texts shorter than one chunk (STS-B test is 160,000 characters) is
 pooled in one piece, as before, so the research grid's shared layouts still apply.
+
+Static sources (random, Avg, a model2vec table) with mean aggregation take a fast path: the texts are
+tokenised in one batch and pooled by one sparse (texts × table rows) product with the table, an
+EmbeddingBag-style weighted sum; no (T, d) matrix of token vectors is built, no token state exists. It
+is the same arithmetic as the general path (tested equal to 1e-6).
 """
 
 from __future__ import annotations
@@ -28,13 +33,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
 from tqdm.auto import tqdm
 
 from embedlab.models import LoadedModel
 from embedlab.runtime import release_free_memory
 from embedlab.pooling.aggregation import aggregate, select_tokens, token_weights
 from embedlab.pooling.postprocess import Chain, fit_chain
-from embedlab.pooling.sources import TokenSource, release_layouts, tokenized_texts
+from embedlab.pooling.sources import StaticTokens, TokenSource, release_layouts, tokenized_texts
 from embedlab.pooling.weights import idf_from_documents, reference_token_statistics
 
 WEIGHTINGS = ("none", "idf-target", "idf-ref")
@@ -105,7 +111,7 @@ class PoolingPipeline:
         """Stages 1–3: (n, d) pooled vectors, before post-processing, streamed chunk by chunk (see the
         module docstring); only one chunk's token vectors are held at a time."""
         chunks = list(stream_chunks(texts, chunk_characters))
-        if len(chunks) <= 1:
+        if len(chunks) <= 1 or self.static_fast_path:  # the static path holds token ids only, never vectors
             return self._pool_chunk(texts, idf, batch_size, show_progress_bar)
         pooled: np.ndarray | None = None
         with tqdm(total=len(texts), desc="encoding", unit="text", disable=not show_progress_bar) as progress:
@@ -123,10 +129,28 @@ class PoolingPipeline:
                 progress.update(stop - start)
         return pooled
 
+    @property
+    def static_fast_path(self) -> bool:
+        """Whether stages 1–3 are one sparse product with a static table (see the module docstring)."""
+        return isinstance(self.source, StaticTokens) and self.aggregation == "mean"
+
     def _pool_chunk(self, texts: list[str], idf: np.ndarray | None, batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+        if self.static_fast_path:
+            return self._pool_static(texts, idf)
         flat, matrix = self.source.token_vectors(texts, batch_size, show_progress_bar)
         keep = select_tokens(flat, self.selection.include_special, self.selection.excluded_vocab)
         return aggregate(matrix, flat, token_weights(flat, keep, idf), keep, self.aggregation)
+
+    def _pool_static(self, texts: list[str], idf: np.ndarray | None) -> np.ndarray:
+        source = self.source
+        flat = tokenized_texts(self.model, texts)
+        keep = select_tokens(flat, self.selection.include_special, self.selection.excluded_vocab)
+        weights = token_weights(flat, keep, idf)
+        rows, scales = source.lookup(flat.token_ids)
+        table = source.table()
+        coefficients = weights if scales is None else weights * scales
+        selector = csr_matrix((coefficients, rows, flat.offsets), shape=(flat.num_texts, table.shape[0]))
+        return np.asarray(selector @ table, dtype=np.float32)
 
     def fit_post(self, pooled: np.ndarray, reference: Callable[[], np.ndarray]) -> tuple[Chain, np.ndarray]:
         """Stage 4 fitted on ``pooled`` (``@ref`` steps on ``reference()``): the chain and ``pooled`` transformed."""

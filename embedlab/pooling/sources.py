@@ -6,7 +6,13 @@ The pooling paper's token vectors (§3.1–3.2) come from four sources:
   optional prompt template (Table 1);
 * :class:`RandomTokens` — one random N(0, std²) vector per vocabulary token (§3.2.5);
 * :class:`AvgTokens` — each token's states averaged over its WikiText-2 contexts (§3.2.3);
-* :class:`MixedTokens` — (1 − w)·contextual + w·static per token (Eq. 10).
+* :class:`MixedTokens` — (1 − w)·contextual + w·static per token (Eq. 10);
+* :class:`DistilledTokens` — each vocabulary token alone through the model, as model2vec distils;
+* :class:`ImportedStaticTokens` — the table of a model2vec folder (:mod:`embedlab.pooling.static_folders`).
+
+Static sources (random, Avg, imported) are one table looked up by token id: they answer ``table()`` and
+``lookup(token_ids)`` (rows and per-token scales) as well, which is what the pipeline's fast static path
+uses to pool with one sparse product, no (T, d) matrix.
 
 Every source answers ``token_vectors(texts, batch_size, show_progress_bar) -> (FlatTokens, (T, d) matrix)``;
 the later stages (:mod:`embedlab.pooling.pipeline`) never ask which source they were given.
@@ -26,7 +32,8 @@ import numpy as np
 
 from embedlab.models import LoadedModel
 from embedlab.pooling.aggregation import FlatTokens
-from embedlab.pooling.static import avg_tables, model_random_table
+from embedlab.pooling.static import avg_tables, distilled_table, model_random_table
+from embedlab.pooling.static_folders import StaticModelFolder
 from embedlab.runtime import memo
 from embedlab.tokens.states import TokenStates, store_for
 from embedlab.tokens.templates import Template
@@ -121,6 +128,8 @@ def tokenized_texts(model: LoadedModel, texts: Sequence[str]) -> FlatTokens:
     """
 
     def tokenize() -> FlatTokens:
+        if isinstance(model, StaticModelFolder):  # model2vec's tokenisation: no special tokens, unknown dropped
+            return model.flat_tokens(texts)
         encoded = model.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
         sequences = [np.asarray(model.with_special_tokens(ids), dtype=np.int64) for ids in encoded]
         return FlatTokens.from_token_ids(sequences, special_token_ids(model))
@@ -147,13 +156,26 @@ class ContextualTokens:
 
 
 class StaticTokens:
-    """A source whose token vectors depend on the token id only: the texts are tokenised, never run."""
+    """A source whose token vectors depend on the token id only: the texts are tokenised, never run.
+
+    Token ``t``'s vector is ``scales[t] · table()[rows[t]]`` with ``rows, scales = lookup(ids)`` (scales
+    None: all 1)."""
 
     model: LoadedModel
 
+    def table(self) -> np.ndarray:
+        """(R, d) float32 table of token vectors (read-only)."""
+        raise NotImplementedError
+
+    def lookup(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Rows of :meth:`table` and per-token scales (None: 1) of ``token_ids``."""
+        return token_ids, None
+
     def vectors(self, token_ids: np.ndarray) -> np.ndarray:
         """(T, d) float32 vectors of ``token_ids``."""
-        raise NotImplementedError
+        rows, scales = self.lookup(token_ids)
+        gathered = self.table()[rows]
+        return gathered if scales is None else gathered * scales[:, None]
 
     def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
         flat = tokenized_texts(self.model, texts)
@@ -169,8 +191,8 @@ class RandomTokens(StaticTokens):
     std: float = 0.1
     dim: int | None = None
 
-    def vectors(self, token_ids: np.ndarray) -> np.ndarray:
-        return model_random_table(self.model, self.seed, self.std, self.dim)[token_ids]
+    def table(self) -> np.ndarray:
+        return model_random_table(self.model, self.seed, self.std, self.dim)
 
 
 @dataclass(frozen=True, eq=False)
@@ -180,12 +202,44 @@ class AvgTokens(StaticTokens):
     model: LoadedModel
     layers: tuple[int, ...]
 
+    def table(self) -> np.ndarray:
+        tables = avg_tables(self.model)
+        if len(self.layers) == 1:
+            return tables[self.layers[0] + 1]
+        total = np.asarray(tables[self.layers[0] + 1], dtype=np.float32)
+        for layer in self.layers[1:]:
+            total = total + tables[layer + 1]
+        return total / np.float32(len(self.layers))
+
     def vectors(self, token_ids: np.ndarray) -> np.ndarray:
         tables = avg_tables(self.model)
         total = np.asarray(tables[self.layers[0] + 1][token_ids], dtype=np.float32)
         for layer in self.layers[1:]:
             total = total + tables[layer + 1][token_ids]
         return total / np.float32(len(self.layers))
+
+
+@dataclass(frozen=True, eq=False)
+class DistilledTokens(StaticTokens):
+    """Each token's vector from its one-token context, last layer mean-pooled (model2vec's distillation)."""
+
+    model: LoadedModel
+
+    def table(self) -> np.ndarray:
+        return distilled_table(self.model)
+
+
+@dataclass(frozen=True, eq=False)
+class ImportedStaticTokens(StaticTokens):
+    """The token table of a model2vec folder, with its token mapping and weights (model2vec's arithmetic)."""
+
+    model: StaticModelFolder
+
+    def table(self) -> np.ndarray:
+        return self.model.table
+
+    def lookup(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        return self.model.lookup(token_ids)
 
 
 @dataclass(frozen=True, eq=False)

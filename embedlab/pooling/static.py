@@ -8,6 +8,11 @@
   token has a vector. Tables are computed once, cached in the checksummed ``ArrayStore("static")`` and
   kept in memory for the process (the most recent model's).
 * BERT+Avg (Eq. 10): v = (1 − w)·v_model + w·v_Avg per token, same layer(s); w may be negative.
+* Distilled, as model2vec distils (not in the paper, compared with it in docs/static.md): each vocabulary
+  token alone in the model's special-token frame ``[CLS] t [SEP]``, the last layer mean-pooled over those
+  positions — one model run over the vocabulary instead of over a corpus. (model2vec then reduces the
+  width with PCA and weights tokens by Zipf rank; here those are the pipeline's own post-processing and
+  token weights.)
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from embedlab.tokens.states import TokenStateStore
 
 _AVG_TABLES = memo("avg tables", maxsize=1)
 _RANDOM_TABLES = memo("random token tables", maxsize=2)
+_DISTILLED_TABLES = memo("distilled token tables", maxsize=1)
 
 
 def random_token_table(vocab_size: int, dimension: int, seed: int = 0, std: float = 0.1) -> np.ndarray:
@@ -126,3 +132,34 @@ def avg_tables(model: LoadedModel, contexts: Sequence[str] | None = None, show_p
         return tables
 
     return _AVG_TABLES.get(key, load_or_compute)
+
+
+@torch.inference_mode()
+def single_token_table(model: LoadedModel, batch_size: int = 256, show_progress_bar: bool | None = None) -> np.ndarray:
+    """(V, d) float32: every vocabulary token run alone in the special-token frame, the last layer averaged
+    over all the frame's positions (model2vec's mean-pooled distillation)."""
+    encoder = model.model
+    frame = model.with_special_tokens([-1])
+    position = frame.index(-1)
+    vocabulary = len(model.tokenizer)
+    table = np.zeros((vocabulary, model.hidden_size), dtype=np.float32)
+    for start in tqdm(range(0, vocabulary, batch_size), desc="distilling the vocabulary", disable=not show_progress_bar):
+        batch = torch.arange(start, min(start + batch_size, vocabulary))
+        input_ids = torch.tensor(frame).repeat(len(batch), 1)
+        input_ids[:, position] = batch
+        input_ids = input_ids.to(model.device)
+        hidden = encoder(input_ids=input_ids, attention_mask=torch.ones_like(input_ids)).last_hidden_state
+        table[start : start + len(batch)] = hidden.mean(dim=1).float().cpu().numpy()
+    return table
+
+
+def distilled_table(model: LoadedModel, show_progress_bar: bool | None = True) -> np.ndarray:
+    """The cached (V, d) :func:`single_token_table` of ``model``, read-only."""
+    key = f"{model.fingerprint}-single-token-mean-last"
+
+    def load_or_compute() -> np.ndarray:
+        table = ArrayStore("static").get(key, lambda: single_token_table(model, show_progress_bar=show_progress_bar))
+        table.flags.writeable = False
+        return table
+
+    return _DISTILLED_TABLES.get(key, load_or_compute)

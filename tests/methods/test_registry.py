@@ -9,7 +9,7 @@ from embedlab.models import NAMED_MODELS, ModelNotFoundError
 
 
 def test_every_family_is_registered_once():
-    assert list(FAMILIES) == ["pooled", "random", "avg", "bert+avg", "st", "neural", "match"]
+    assert list(FAMILIES) == ["pooled", "random", "avg", "bert+avg", "distil", "static", "st", "neural", "match"]
     assert all(name == family.name for name, family in FAMILIES.items())
 
 

@@ -100,8 +100,31 @@ class _RejectsBad(RandomTokens):
 
 
 def test_a_streamed_error_names_the_text_of_the_whole_call(minilm):
-    pipeline = PoolingPipeline(_RejectsBad(minilm), TokenSelection())
+    # pool=max: static sources with mean pooling take the fast path, which streams nothing
+    pipeline = PoolingPipeline(_RejectsBad(minilm), TokenSelection(), aggregation="max")
     texts = ["one", "two", "three", "four", "bad", "six"]
     assert pipeline.pool(texts[:4], None, chunk_characters=4).shape == (4, minilm.hidden_size)
     with pytest.raises(ValueError, match="text at index 4 is bad"):
         pipeline.pool(texts, None, chunk_characters=4)  # chunks of one or two texts
+
+
+@pytest.mark.parametrize("spec", [
+    "random:minilm", "random:minilm,seed=2,special=exclude,weights=idf-target", "random:minilm,filter=biases,weights=idf-ref",
+    "avg:minilm,layers=1", "avg:minilm,layers=0+last,special=exclude,weights=idf-target,filter=punct",
+])
+def test_the_static_fast_path_equals_the_general_path(minilm, sts_sentences, monkeypatch, spec):
+    """One sparse product with the table = gathering (T, d) token vectors and aggregating them."""
+    from embedlab.pooling import sources
+    from embedlab.pooling.aggregation import aggregate, select_tokens, token_weights
+
+    tables = np.random.default_rng(0).normal(size=(minilm.num_layers + 2, len(minilm.tokenizer), 16)).astype(np.float32)
+    monkeypatch.setattr(sources, "avg_tables", lambda model: tables)
+    texts = [*sts_sentences, "an [UNK] and \u2603"]
+    pipeline = embedlab.load(spec).pipeline
+    assert pipeline.static_fast_path
+    idf = pipeline.idf(texts)
+    flat, matrix = pipeline.source.token_vectors(texts, 32, False)
+    keep = select_tokens(flat, pipeline.selection.include_special, pipeline.selection.excluded_vocab)
+    general = aggregate(matrix, flat, token_weights(flat, keep, idf), keep, "mean")
+    np.testing.assert_allclose(pipeline.pool(texts, idf), general, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(pipeline.pool(texts, idf, chunk_characters=200), general, rtol=1e-5, atol=1e-6)
