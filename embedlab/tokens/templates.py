@@ -101,7 +101,7 @@ class Template:
                 marked.append(len(ids))
                 ids.append(tokenizer.mask_token_id)
             else:
-                ids.extend(tokenizer(piece, add_special_tokens=False)["input_ids"])
+                ids.extend(tokenizer(piece, add_special_tokens=False, verbose=False)["input_ids"])
         return ids, marked
 
 
