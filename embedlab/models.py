@@ -368,17 +368,21 @@ class ModelTraits:
     has_mask_token: bool
 
 
-@cached("model traits")
 def model_traits(name: str) -> ModelTraits | None:
     """The kind and mask token of a model, read from its config and tokenizer files (no weights); None for a
     GGUF file not converted yet (its traits are known once :func:`load_model` has converted it)."""
-    from transformers import AutoConfig, AutoTokenizer
-
     path = resolve_model_path(name)
     if path.is_file():
         path = converted_gguf_folder(path)
         if not (path / ".complete").exists():
             return None
+    return _traits_of_folder(str(path))
+
+
+@cached("model traits")
+def _traits_of_folder(path: str) -> ModelTraits:
+    from transformers import AutoConfig, AutoTokenizer
+
     config = AutoConfig.from_pretrained(path, local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return ModelTraits("decoder" if _is_decoder_config(config) else "encoder", tokenizer.mask_token_id is not None)
