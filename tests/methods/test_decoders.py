@@ -173,3 +173,24 @@ def test_smollm2_is_a_decoder_cached_as_a_folder_and_fingerprinted_by_content(sm
     assert model.fingerprint == "gguf-" + gguf_sha256(gguf)[:11]
     with pytest.raises(ValueError, match="template T0 needs a mask token and model 'smollm2' \\(decoder\\) has none"):
         embedlab.load("smollm2:template=T0")
+
+
+def test_a_decoder_runs_through_the_harness_the_shard_engine_and_the_mteb_adapter(gpt2_folder, tmp_path, monkeypatch, capsys):
+    from embedlab.cli.app import main
+    from embedlab.engines import embed_corpus, read_shards
+    from embedlab.interop.mteb import MTEBEncoder
+
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
+    spec = f"{gpt2_folder}:pool=last"
+    expected = embedlab.load(spec).encode(TEXTS)
+    corpus = tmp_path / "texts.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")
+    embed_corpus(spec, corpus, tmp_path / "shards", shard_size=2, progress=False)
+    ids, vectors = read_shards(tmp_path / "shards")
+    np.testing.assert_allclose(vectors, expected, atol=1e-5)
+    np.testing.assert_allclose(MTEBEncoder(spec).encode([{"text": TEXTS[:2]}, {"text": TEXTS[2:]}]), expected, atol=1e-5)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{a}\t{b}\t{score}\n" for a, b, score in
+                             [(TEXTS[0], TEXTS[1], 1.0), (TEXTS[1], TEXTS[2], 2.0), (TEXTS[0], TEXTS[2], 0.5), (TEXTS[2], TEXTS[2], 5.0)]))
+    assert main(["eval", spec, "--tasks", f"sts:@{pairs}", "--no-db", "--quiet", "--format", "csv"]) == 0
+    assert "spearman" in capsys.readouterr().out
