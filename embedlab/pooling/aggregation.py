@@ -6,8 +6,10 @@ numpy operations whatever the number of texts: many pooling configurations over 
 cost little next to one model run.
 
 Aggregations: ``mean`` (weighted, mask-aware), ``cls`` (each chunk's first token, averaged over chunks),
-``max`` (element-wise over the kept tokens), ``mask`` (mean of the [MASK] tokens a template inserted),
-``mean-no-mask`` (mean of all tokens except those [MASK] tokens).
+``max`` (element-wise over the kept tokens), ``mask`` (mean of the tokens a template marks: its [MASK]
+tokens, or echo's second copy of the text), ``mean-no-mask`` (mean of all tokens except those),
+``last`` (each chunk's last kept token, averaged over chunks: the standard for causal models, whose last
+token alone has seen the whole input; MetaEOL's prompts are chunks of one text, so this averages them).
 
 Fallbacks, so that no text is ever silently empty: when the special-token switch or the filters leave
 a text with no token, all its tokens are used; when its weights sum to zero (e.g. every token has
@@ -24,7 +26,7 @@ from scipy.sparse import csr_matrix
 
 from embedlab.tokens.states import TokenStates
 
-AGGREGATIONS = ("mean", "cls", "max", "mask", "mean-no-mask")
+AGGREGATIONS = ("mean", "cls", "max", "mask", "mean-no-mask", "last")
 
 
 @dataclass
@@ -132,6 +134,8 @@ def aggregate(matrix: np.ndarray, flat: FlatTokens, weights: np.ndarray, keep: n
         return np.maximum.reduceat(masked, flat.offsets[:-1], axis=0)
     if aggregation == "cls":
         return aggregate(matrix, flat, _renormalise(flat, flat.chunk_start.astype(np.float64)), keep, "mean")
+    if aggregation == "last":
+        return aggregate(matrix, flat, _renormalise(flat, last_of_chunks(flat, keep)), keep, "mean")
     if aggregation == "mask":
         counts = flat.per_text_sum(flat.template_mask.astype(np.int64))
         missing = np.flatnonzero(counts == 0)
@@ -139,6 +143,18 @@ def aggregate(matrix: np.ndarray, flat: FlatTokens, weights: np.ndarray, keep: n
             raise ValueError(f"pool=mask needs a template with [MASK] tokens; text at index {int(missing[0])} has none")
         return aggregate(matrix, flat, _renormalise(flat, flat.template_mask.astype(np.float64)), keep, "mean")
     raise ValueError(f"unknown aggregation {aggregation!r}; choose one of: {', '.join(AGGREGATIONS)}")
+
+
+def last_of_chunks(flat: FlatTokens, keep: np.ndarray) -> np.ndarray:
+    """(T,) float64: 1 at each chunk's last kept token, 0 elsewhere (a chunk with no kept token has none)."""
+    if not len(keep):
+        return np.zeros(0)
+    starts = np.flatnonzero(flat.chunk_start)
+    positions = np.where(keep, np.arange(len(keep)), -1)
+    last = np.maximum.reduceat(positions, starts)
+    marked = np.zeros(len(keep))
+    marked[last[last >= 0]] = 1.0
+    return marked
 
 
 def _renormalise(flat: FlatTokens, raw: np.ndarray) -> np.ndarray:

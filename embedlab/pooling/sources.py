@@ -155,6 +155,34 @@ class ContextualTokens:
         return layout.flat(special_token_ids(self.model)), layout.matrix(self.layers)
 
 
+@dataclass(frozen=True, eq=False)
+class PromptSetTokens:
+    """Token states of each text under several prompt templates (MetaEOL's meta-task prompts), joined as
+    the chunks of one text: ``pool=last`` then averages the prompts' last tokens, as MetaEOL does."""
+
+    model: LoadedModel
+    layers: tuple[int, ...]
+    templates: tuple[Template, ...]
+    max_tokens: int | None = None
+
+    def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
+        store = store_for(self.model)
+        runs = [store.compute(texts, template=template, batch_size=batch_size, show_progress_bar=show_progress_bar,
+                              layers=self.layers, max_tokens=self.max_tokens) for template in self.templates]
+        joined = [_as_chunks(list(states)) for states in zip(*runs)]
+        return FlatTokens.from_states(joined, special_token_ids(self.model)), layer_matrix(joined, self.layers)
+
+
+def _as_chunks(parts: list[TokenStates]) -> TokenStates:
+    """One text's states under several prompts, laid end to end with the chunk ids kept apart."""
+    chunk_ids, offset = [], 0
+    for part in parts:
+        chunk_ids.append(part.chunk_ids + offset)
+        offset += int(part.chunk_ids.max()) + 1 if part.num_tokens else 0
+    return TokenStates(np.concatenate([part.token_ids for part in parts]), np.concatenate([part.states for part in parts], axis=1),
+                       np.concatenate(chunk_ids).astype(np.int32), np.concatenate([part.template_mask for part in parts]), parts[0].layers)
+
+
 class StaticTokens:
     """A source whose token vectors depend on the token id only: the texts are tokenised, never run.
 

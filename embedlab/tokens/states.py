@@ -7,6 +7,15 @@ special tokens and the chunks' token states are concatenated, so nothing is trun
 asks for it: ``max_tokens=N`` keeps each text's first N model-input tokens (special tokens included),
 what sentence-transformers' ``max_seq_length`` does (the pooled option ``truncate=N``).
 
+Encoders and decoders run the same way. "Special tokens" are whatever the model's own tokenizer puts
+around one sequence (:attr:`LoadedModel.special_frame`): [CLS] … [SEP] for BERT, <s> … </s> for RoBERTa,
+a BOS token for Llama-2 or Gemma, nothing at all for GPT-2 and SmolLM2 (their tokenizers add none, and
+their models were trained so). Each chunk of a long text gets its own frame, so a decoder's chunk starts
+with its own BOS where the tokenizer adds one. Batches are padded on the right with an attention mask: a
+causal model's real tokens come before the padding and never attend to it, and their position ids start
+at 0 as they would alone, so a text's states do not depend on the batch it ran in, for either kind
+(tests/tokens/test_decoder_states.py).
+
 The model computes every layer in one run, but a pooling spec reads one or two of them, so what is
 kept follows the request: :meth:`TokenStateStore.compute` returns, holds in memory and writes to disk
 only the layers it was asked for. A research grid that will pool many layer choices from the same
@@ -97,7 +106,7 @@ class TokenStates:
     token_ids: np.ndarray  # (N,) int64
     states: np.ndarray  # (k, N, d) float32: states[i] is layer layers[i]
     chunk_ids: np.ndarray  # (N,) int32: which chunk each token came from
-    template_mask: np.ndarray  # (N,) bool: the [MASK] tokens a prompt template inserted
+    template_mask: np.ndarray  # (N,) bool: the tokens a prompt template marks ([MASK] tokens, echo's second copy)
     layers: tuple[int, ...] = ()  # () = every layer, -1 … L, so states[layer + 1] is layer `layer`
 
     def __post_init__(self) -> None:
@@ -268,10 +277,11 @@ class TokenStateStore:
                    max_tokens: int | None = None) -> list[_Sequence]:
         """The model inputs of one text: one sequence, one per sentence-packed chunk, or (``max_tokens``) the
         text cut to the sequence whose input, special tokens and template included, is ``max_tokens`` long."""
-        prefix, suffix, suffix_masks = template.token_pieces(self.model.tokenizer) if template is not None else ([], [], [])
+        tokenizer = self.model.tokenizer
         frame_before, frame_after = self.model.special_frame
         limit = self.model.max_length if max_tokens is None else max_tokens
-        budget = limit - len(frame_before) - len(frame_after) - len(prefix) - len(suffix)
+        overhead, copies = (template.overhead(tokenizer), template.copies) if template is not None else (0, 1)
+        budget = (limit - len(frame_before) - len(frame_after) - overhead) // copies  # echo holds each chunk twice
         if budget < 1:
             raise ValueError(f"template {template.name if template else ''} leaves no room for text in {limit} tokens")
         if len(token_ids) <= budget:
@@ -282,9 +292,9 @@ class TokenStateStore:
             chunks = chunk_token_ids(text, self._tokenize, budget)
         sequences = []
         for chunk_index, chunk in enumerate(chunks):
-            input_ids = self.model.with_special_tokens(prefix + chunk + suffix)
-            offset = len(frame_before) + len(prefix) + len(chunk)
-            sequences.append(_Sequence(text_index, chunk_index, input_ids, [offset + position for position in suffix_masks]))
+            prompt, marked = template.wrap(tokenizer, chunk) if template is not None else (chunk, [])
+            input_ids = self.model.with_special_tokens(prompt)
+            sequences.append(_Sequence(text_index, chunk_index, input_ids, [len(frame_before) + position for position in marked]))
         return sequences
 
     # -- computation -----------------------------------------------------------------------------

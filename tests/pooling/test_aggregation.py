@@ -84,3 +84,20 @@ def test_flat_tokens_from_token_ids_equal_those_from_states_without_chunks_or_te
     np.testing.assert_array_equal(from_ids.chunk_start, [True, False, False, False, True, False, False])
     with pytest.raises(ValueError, match="text at index 1 has no tokens"):
         FlatTokens.from_token_ids([np.array([7]), np.array([], dtype=np.int64)], SPECIAL)
+
+
+def test_last_takes_each_chunks_last_kept_token_and_averages_the_chunks(make_states):
+    BOS, EOS = 1, 2
+    first = make_states([BOS, 7, 8, EOS, BOS, 9, EOS], chunk_ids=[0, 0, 0, 0, 1, 1, 1])
+    second = make_states([5, 6, 4], seed=1)
+    special = np.array([BOS, EOS])
+    flat = FlatTokens.from_states([first, second], special)
+    matrix = _layer0([first, second])
+    a, b = first.states[1], second.states[1]
+    keep = np.ones(len(flat.token_ids), bool)
+    pooled = aggregate(matrix, flat, token_weights(flat, keep, None), keep, "last")
+    np.testing.assert_allclose(pooled[0], (a[3] + a[6]) / 2, rtol=1e-5, atol=1e-7)  # each chunk's EOS
+    np.testing.assert_allclose(pooled[1], b[2], rtol=1e-5, atol=1e-7)
+    keep = select_tokens(flat, include_special=False, excluded_vocab=None)  # special=exclude: the last word
+    pooled = aggregate(matrix, flat, token_weights(flat, keep, None), keep, "last")
+    np.testing.assert_allclose(pooled[0], (a[2] + a[5]) / 2, rtol=1e-5, atol=1e-7)
