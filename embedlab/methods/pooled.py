@@ -218,7 +218,9 @@ class PooledMethod(VectorMethod):
 
     def __init__(self, spec: MethodSpec) -> None:
         super().__init__(spec)
-        traits = model_traits(spec.model)  # config and tokenizer files only: a bad combination fails here, not at encode
+        # config and tokenizer files only: a bad combination fails here, not at encode (a static folder has no
+        # transformer to check)
+        traits = model_traits(spec.model) if spec.family != STATIC else None
         if traits is not None:
             check_for_model(traits, spec)
 
