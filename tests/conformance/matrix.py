@@ -177,6 +177,9 @@ COLUMNS: dict[str, tuple[Callable[[str, Path], str], Callable[[str], str]]] = {
     "cls": (vector_cell, lambda model: f"{model}:pool=cls"),
     "last": (vector_cell, lambda model: f"{model}:pool=last"),
     **{f"T{index}": (vector_cell, lambda model, index=index: f"{model}:template=T{index},pool=mask") for index in range(5)},
+    # the templates for models without a mask token (decoder prompting; any model can take them)
+    "PromptEOL": (vector_cell, lambda model: f"{model}:template=prompteol,pool=last"),
+    "echo": (vector_cell, lambda model: f"{model}:template=echo,pool=mask"),
     "random:": (vector_cell, lambda model: f"random:{model}"),
     "avg:": (vector_cell, lambda model: f"avg:{model}"),
     "neural: exact": (vector_cell, lambda model: f"neural:{model},epochs=3"),
