@@ -18,7 +18,6 @@ from pathlib import Path
 import embedlab
 from embedlab import runtime
 from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_int
-from embedlab.evaluation import evaluate
 from embedlab.evaluation.alignsim import metrics
 from embedlab.evaluation.alignsim.perturb import PERTURBATIONS, SamplingConfig
 from embedlab.evaluation.alignsim.sources import ALL_DATASETS
@@ -121,6 +120,8 @@ def run_cli(args: argparse.Namespace, load_method=_load_method, open_db=_open_db
         runtime.status(f"alignsim: {dataset}: items {items}; sentences skipped: {skipped}")
     methods = [load_method(spec) for spec in args.specs]
     database = None if args.no_db else open_db(args.db)
+    from embedlab.evaluation import evaluate  # the harness (every task's libraries) loads only for a run
+
     run = evaluate(methods, tasks, db=database, force=args.force, seed=args.seed,
                    log=lambda message: runtime.status(f"alignsim: {message}"))
     results = [MethodResult.collect(method, run.records, tasks) for method in methods]

@@ -20,8 +20,7 @@ from embedlab import runtime
 from embedlab.cli.arguments import add_out, add_quiet, positive_int
 from embedlab.data import unicode_problem
 from embedlab.data.corpus import FORMATS, Corpus
-from embedlab.engines import DEFAULT_SHARD_SIZE, ENGINES, embed_corpus
-from embedlab.engines.shards import same_path, shard_bytes
+from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, same_path, shard_bytes
 from embedlab.runtime import atomic_write_bytes
 
 
@@ -94,6 +93,8 @@ def _embed_to_folder(args: argparse.Namespace, folder: Path) -> int:
         raise InputError("--include-text needs a .parquet --out file; a shard folder holds ids and vectors")
     if args.engine != "ray" and (args.address or args.workers):
         raise InputError("--address and --workers are options of --engine ray")
+    from embedlab.engines import embed_corpus  # the models (torch) load only when a run needs them
+
     result = embed_corpus(
         args.spec, args.input, folder, engine=args.engine, input_format=args.input_format, shard_size=args.shard_size,
         batch_size=args.batch_size, normalize=args.normalize, overwrite=args.overwrite, progress=runtime.show_progress(),

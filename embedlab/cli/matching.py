@@ -115,7 +115,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     add_quiet(explain)
     explain.set_defaults(handler=_cmd_explain)
 
-    from embedlab.training.token_weights import TrainingConfig
+    from embedlab.training.token_weight_settings import TrainingConfig
 
     defaults = TrainingConfig(model="")
     train = subparsers.add_parser("train-token-weights", help="learn per-token weights with unsupervised SimCSE (§3 Token Weighting)")

@@ -17,14 +17,14 @@ from embedlab import runtime
 from embedlab.cli.arguments import add_out, add_quiet, non_negative_float, non_negative_int, positive_float, positive_int
 
 if TYPE_CHECKING:  # the training module (and torch) load only when a command runs
-    from embedlab.training.mlm_head import HeadTrainingConfig
+    from embedlab.training.mlm_head_settings import HeadTrainingConfig
 
 DEFAULTS_NOTE = "defaults reproduce the shipped MiniLM head exactly"
 
 
 def add_cli(subparsers) -> None:
     """Register ``mlm-head train`` on the main parser's subcommands."""
-    from embedlab.training.mlm_head import HeadTrainingConfig
+    from embedlab.training.mlm_head_settings import HeadTrainingConfig
 
     defaults = HeadTrainingConfig(model="")
     head = subparsers.add_parser("mlm-head", help="masked-LM heads for encoders shipped without one")

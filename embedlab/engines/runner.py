@@ -28,12 +28,10 @@ from tqdm.auto import tqdm
 from embedlab import runtime
 from embedlab.data.corpus import Corpus, CorpusScan
 from embedlab.engines.fitting import fit_parts, fittable_parts, load_vector_method, needs_corpus_fit, restore_parts
-from embedlab.engines.shards import LAYOUT_VERSION, OutputFolder, fitted_name, sha256_file
+from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, LAYOUT_VERSION, OutputFolder, fitted_name, sha256_file
 from embedlab.methods.base import VectorMethod
 from embedlab.results.database import code_version
 
-ENGINES = ("local", "ray")
-DEFAULT_SHARD_SIZE = 10_000
 # Both engines encode a shard in the same slices (one ``encode`` call each, on this process or on an
 # actor): at most this many texts, and at least _SLICES_PER_RUN slices per run so that every Ray actor gets
 # several. Same slices → same length-sorted batches inside ``encode`` → the same float rounding, so the

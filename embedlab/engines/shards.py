@@ -34,6 +34,9 @@ import numpy as np
 
 from embedlab import runtime
 
+ENGINES = ("local", "ray")
+DEFAULT_SHARD_SIZE = 10_000
+
 MANIFEST_NAME = "manifest.json"
 LOCK_NAME = ".embedlab.lock"
 LAYOUT_VERSION = 1

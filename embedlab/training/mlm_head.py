@@ -30,6 +30,7 @@ from embedlab import runtime
 from embedlab.data.wikitext import wikitext2_paragraphs
 from embedlab.neural.head import HeadError, IGNORE_LABEL, MaskedLM, load_masked_lm, untrained_head_tensors
 from embedlab.runtime import ArrayStore, atomic_write_bytes, cache_key
+from embedlab.training.mlm_head_settings import HeadTrainingConfig
 
 HEAD_TENSOR_FIELDS = {  # the head file's tensor names -> HeadModule's parameter names
     "cls.predictions.transform.dense.weight": "dense_weight",
@@ -68,25 +69,6 @@ def mask_blocks(blocks: torch.Tensor, tokenizer, seed: int, probability: float =
     replace = selected & (draw >= 0.8) & (draw < 0.9)
     inputs[replace] = random_tokens[replace]
     return inputs, labels
-
-
-@dataclass
-class HeadTrainingConfig:
-    """Everything that determines a trained head (stored in its metadata and checked on resume)."""
-
-    model: str
-    seed: int = 0
-    block_tokens: int = 128
-    train_tokens: int = 600_000
-    valid_tokens: int = 100_000
-    epochs: int = 6
-    batch_size: int = 256
-    learning_rate: float = 2e-3
-    weight_decay: float = 0.01
-    threads: int = 2
-
-    def as_json(self) -> str:
-        return json.dumps(self.__dict__, sort_keys=True)
 
 
 def masked_features(masked_lm: MaskedLM, split: str, config: HeadTrainingConfig, seed: int, max_tokens: int, show_progress: bool | None) -> tuple[torch.Tensor, torch.Tensor]:

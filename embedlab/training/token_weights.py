@@ -25,11 +25,9 @@ The weight file's format, and where ``match:MODEL,weights=learned`` looks for it
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -43,33 +41,9 @@ from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.matching.method import write_weights
 from embedlab.models import LoadedModel, load_model
 from embedlab.runtime import REPO_ROOT, atomic_write_bytes, cache_dir
+from embedlab.training.token_weight_settings import TEMPERATURE, TrainingConfig
 
-TEMPERATURE = 0.05
 _INITIAL_THETA = math.log(math.e - 1.0)  # softplus(θ0) = 1
-
-
-@dataclass(frozen=True)
-class TrainingConfig:
-    """Everything that determines the learned weights (stored beside them)."""
-
-    model: str
-    steps: int = 150
-    batch_size: int = 32
-    learning_rate: float = 0.01
-    seed: int = 0
-    max_tokens: int = 32
-    min_chars: int = 20
-    temperature: float = TEMPERATURE
-    checkpoint_every: int = 50
-
-    def key(self) -> str:
-        """A hash of the settings that shape the training path.
-
-        ``steps`` is left out: batch order and dropout seeds do not depend on it, so step k of a short
-        run equals step k of a long one, and a longer run can resume from a shorter run's checkpoint.
-        """
-        settings = {k: v for k, v in asdict(self).items() if k not in ("checkpoint_every", "steps")}
-        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def weights_from_theta(theta: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,191 @@
+"""The evaluation harness proper: the task table (:data:`TASKS`), task selections and :func:`evaluate`,
+which runs methods on tasks through the one scorer and the results database.
+
+Every task class declares its datasets, options, headline metric and metric descriptions
+(:mod:`embedlab.evaluation.base`); :data:`TASKS` lists them, and everything else here (the family
+table, the default datasets, building tasks from a selection) is read from those declarations.
+
+A task selection is a comma-separated list of families (all their default datasets), ``family:dataset``
+items, ``family:@path`` for a user file, ``all``, or ``quick`` (a few minutes on two CPU cores).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from embedlab import runtime
+from embedlab.evaluation.alignsim.task import AlignSimTask
+from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task, as_method, method_identity
+from embedlab.evaluation.classification import ClassificationTask
+from embedlab.evaluation.clustering import ClusteringTask
+from embedlab.evaluation.correlations import CorrelationsTask
+from embedlab.evaluation.geometry import AlignmentTask, IsotropyTask
+from embedlab.evaluation.pairs import PairsTask
+from embedlab.evaluation.records import Record
+from embedlab.evaluation.sts import STSTask
+from embedlab.evaluation.triplets import TripletsTask
+
+__all__ = ["Task", "Method", "Metric", "NotApplicableError", "TASKS", "TASK_FAMILIES", "DEFAULT_DATASETS", "QUICK",
+           "parse_tasks", "metric_of", "headline_of", "evaluate", "EvaluationRun"]
+
+# The one list of task families, in the order tables list them. A new task: a module and one line here.
+TASKS: tuple[type[Task], ...] = (
+    STSTask, PairsTask, TripletsTask, CorrelationsTask, ClusteringTask, ClassificationTask, IsotropyTask,
+    AlignmentTask, AlignSimTask,
+)
+TASK_FAMILIES: dict[str, type[Task]] = {task.name: task for task in TASKS}
+DEFAULT_DATASETS: dict[str, tuple[str, ...]] = {task.name: task.datasets for task in TASKS}
+# The README's main job: every family on a small dataset, minutes on two CPU cores.
+# About 11,000 distinct texts to encode (STS-B test, tweet, TREC); the rest reuses those encodings.
+QUICK = ("sts:stsb", "pairs:sts", "triplets:sts", "correlations:stsb", "clustering:tweet", "classification:trec")
+
+
+def metric_of(task: str, metric: str) -> Metric:
+    """What ``metric`` of task family ``task`` means and which direction is better (reports read this)."""
+    family = TASK_FAMILIES.get(task)
+    return family.metric(metric) if family is not None else Task.metric(metric)
+
+
+def headline_of(task: str, dataset: str) -> str | None:
+    """The headline metric of ``task`` on ``dataset`` (None for a task family this version does not know)."""
+    family = TASK_FAMILIES.get(task)
+    return family.headline_of(dataset) if family is not None else None
+
+
+def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
+    """Tasks from a selection such as ``"sts,pairs:mrpc,triplets:@groups.tsv"``, ``"all"`` or ``"quick"``.
+
+    ``options`` go to the tasks that declare them: ``seed`` (clustering, classification, alignsim),
+    ``pair_features`` (classification), ``layout`` (user grouped files: ``column`` or ``line``), ``product``
+    (triplets, pairs, correlations: ``cosine`` or ``dot``).
+    """
+    items = [s.strip() for s in (selection.split(",") if isinstance(selection, str) else selection) if s.strip()]
+    if not items:
+        raise ValueError("no tasks selected")
+    expanded: list[str] = []
+    for item in items:
+        if item == "all":
+            expanded += [f"{family}:{d}" for family, names in DEFAULT_DATASETS.items() for d in names]
+        elif item == "quick":
+            expanded += list(QUICK)
+        elif ":" in item:
+            expanded.append(item)
+        elif item in TASK_FAMILIES:
+            expanded += [f"{item}:{d}" for d in DEFAULT_DATASETS[item]]
+        else:
+            raise ValueError(f"unknown task {item!r}; expected one of {', '.join(TASK_FAMILIES)}, all, quick")
+    tasks, seen = [], set()
+    for item in expanded:
+        family, _, dataset = item.partition(":")
+        if family not in TASK_FAMILIES:
+            raise ValueError(f"unknown task {family!r} in {item!r}; expected one of {', '.join(TASK_FAMILIES)}")
+        if item not in seen:
+            seen.add(item)
+            tasks.append(TASK_FAMILIES[family].create(dataset, options))
+    return tasks
+
+
+# stored rows computed under another method identity: never reused, replaced like rows of other settings
+_OTHER_IDENTITY = {"<stored under another method identity>": True}
+
+
+def _storable(records: list[Record]) -> list[Record]:
+    """The records that hold a number. A NaN metric (a correlation with constant gold scores, Eq. 3 with
+    no broken triplets) is undefined, not a result: it is returned to the caller and shown, with a
+    warning, but never stored, so the rest of the evaluation carries on."""
+    kept = []
+    for record in records:
+        if math.isnan(record.value):
+            warnings.warn(f"{record.task}/{record.dataset} {record.subset} {record.metric} of {record.method} is NaN "
+                          "(undefined, e.g. constant scores); not stored", RuntimeWarning, stacklevel=3)
+        else:
+            kept.append(record)
+    return kept
+
+
+@dataclass
+class EvaluationRun:
+    """What :func:`evaluate` did: records (fresh and reused) and the (method, task) pairs skipped."""
+
+    records: list[Record] = field(default_factory=list)
+    reused: list[tuple[str, str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str, str, str]] = field(default_factory=list)  # method, task, dataset, reason
+
+
+def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force: bool = False, seed: int = 0,
+             intersections: bool = False, log: Callable[[str], None] | None = None) -> EvaluationRun:
+    """Run every task on every method, storing each finished (method, task, dataset) in ``db`` at once.
+
+    A method is an embedlab method or any model with ``encode(texts)`` (e.g. a ``SentenceTransformer``).
+
+    A (method, task, dataset) already in ``db`` with the same task settings and computed by the same
+    method identity (:func:`~embedlab.evaluation.base.method_identity`: spec, model content, fitted state)
+    is reused unless ``force``; one stored with other settings (another seed, other ALIGN-SIM sample
+    sizes) or by another identity (another fit, changed model files, an older database) is replaced. Tasks that
+    need vectors are skipped, with the reason, for pairwise methods. ``intersections``: for triplet
+    tasks, also the Eq. 3 intersection of each later method's broken triplets with the first method's.
+    """
+    say = log or runtime.status
+    methods, tasks = [as_method(method) for method in methods], list(tasks)
+    run = EvaluationRun()
+    bar = runtime.progress_bar(total=len(methods) * len(tasks), desc="tasks", unit="task")
+    for number, (method, task) in enumerate(((m, t) for m in methods for t in tasks), start=1):
+        bar.set_postfix_str(f"{task.name}/{task.dataset} {method.spec}", refresh=False)
+        if not task.applies_to(method):
+            reason = f"{method.spec} is a pairwise method; {task.name} needs embedding vectors"
+            run.skipped.append((method.spec, task.name, task.dataset, reason))
+            say(f"skip {task.name}/{task.dataset} for {method.spec}: {reason}")
+            bar.update()
+            continue
+        settings = task.settings()
+        identity = method_identity(method)
+        stored_settings = db.settings(method.spec, task.name, task.dataset) if db is not None else None
+        if stored_settings is not None and db.identities(method.spec, task.name, task.dataset) != {identity}:
+            stored_settings = _OTHER_IDENTITY
+        if stored_settings == settings and not force:
+            stored = [r for r in db.records(method.spec, task.name, task.dataset) if not r.subset.startswith("vs ")]
+            run.records += stored
+            run.reused.append((method.spec, task.name, task.dataset))
+            say(f"reuse {task.name}/{task.dataset} for {method.spec} ({len(stored)} stored records)")
+            bar.update()
+            continue
+        if stored_settings is not None and stored_settings != settings:
+            db.delete(method.spec, task.name, task.dataset)  # computed with other settings: never mixed
+        say(f"run {task.name}/{task.dataset} for {method.spec}")
+        started = time.perf_counter()
+        records = task.run(method)
+        if db is not None:
+            db.add(_storable(records), fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None,
+                   identity=identity)
+        run.records += records
+        bar.update()
+        say(f"done {task.name}/{task.dataset} for {method.spec} in {time.perf_counter() - started:.1f} s "
+            f"({number}/{len(methods) * len(tasks)} tasks)")
+    bar.close()
+    if intersections and len(methods) > 1:
+        reference = methods[0]
+        for task in tasks:
+            if not isinstance(task, TripletsTask) or not task.applies_to(reference):
+                continue
+            for other in methods[1:]:
+                if not task.applies_to(other):
+                    continue
+                subset = f"vs {reference.spec}"
+                pair_identity = runtime.cache_key("intersection", method_identity(other), method_identity(reference))
+                if db is not None and not force:
+                    rows = [row for row in db.provenance(other.spec, task.name, task.dataset) if row["subset"] == subset]
+                    stored = [Record(*(row[key] for key in ("method", "task", "dataset", "subset", "metric", "value", "n")))
+                              for row in rows if row["identity"] == pair_identity]
+                    if stored and len(stored) == len(rows):
+                        run.records += stored
+                        continue
+                record = task.intersection(other, reference)
+                if db is not None:
+                    db.add(_storable([record]), fingerprint=other.fingerprint, seed=seed, extra={"reference": reference.spec},
+                           identity=pair_identity)
+                run.records.append(record)
+    return run
