@@ -128,3 +128,13 @@ def test_old_option_names_still_work_but_are_not_shown():
     helps = {c.prog: c.format_help() for c in leaf_parsers(parser)}
     assert "--output" not in helps["embedlab report"] and "--output" not in helps["embedlab alignsim"]
     assert "--no-progress" not in helps["embedlab mlm-head train"]
+
+
+def test_building_the_parser_imports_no_model_or_learning_library():
+    """Every command starts by parsing its arguments; a usage error, `--help` or `--version` must not pay
+    for torch, transformers, scikit-learn or scipy (about 4 s a start when the parser imported them)."""
+    code = ("import sys\nfrom embedlab.cli.app import build_parser\nbuild_parser()\n"
+            "print(sorted({name.split('.')[0] for name in sys.modules} & {'torch', 'transformers', 'sklearn', 'scipy'}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(embedlab.__file__).resolve().parent.parent)})
+    assert result.stdout.strip() == "[]", result.stdout
