@@ -21,6 +21,8 @@ from collections.abc import Iterator
 
 import torch
 
+from embedlab.runtime import parse_size
+
 DEVICES_HELP = "auto (CUDA where present, else CPU), cpu, cuda or cuda:N"
 # Masked positions per batched group on the CPU without a budget (measured default; results unchanged).
 CPU_GROUP_POSITIONS = 4096
@@ -32,7 +34,6 @@ FREE_MEMORY_FRACTION = 0.5
 # Positions per logits slice: the CPU's measured best (see micro_tune_batched); larger GEMMs on CUDA.
 CPU_POSITION_BUDGET = 256
 CUDA_POSITION_BUDGET = 2048
-_UNITS = {"": 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
 
 
 def check_device(value: str) -> str:
@@ -60,13 +61,9 @@ def resolve_device(value: str) -> torch.device:
 
 
 def parse_bytes(value: str) -> int:
-    """``512MB``, ``2GB``, ``1.5GB`` or a plain byte count as bytes (binary units: 1 MB = 2^20 bytes)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?B?)\s*", value.upper())
-    if not match:
-        raise ValueError(f"must be 'auto' or a size such as 512MB or 2GB, got {value!r}")
-    number, unit = match.groups()
-    unit = unit if unit.endswith("B") or not unit else unit + "B"
-    size = int(float(number) * _UNITS[unit])
+    """``512MB``, ``2GB``, ``1.5GB`` or a plain byte count as bytes (binary units, as :func:`runtime.parse_size`
+    reads ``EMBEDLAB_CACHE_MAX``); a budget must be positive."""
+    size = parse_size(value, "memory")
     if size <= 0:
         raise ValueError(f"must be a positive size, got {value!r}")
     return size
