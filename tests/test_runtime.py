@@ -226,3 +226,48 @@ def test_large_allocations_get_their_own_mapping_after_keep_large_allocations_ap
 
     assert mapped_bytes("default") == 0
     assert mapped_bytes("apart") >= 8 << 20
+
+
+def test_token_states_uncached_holds_for_its_own_thread_only():
+    """The switch is scoped to the block's thread: another thread's model runs keep storing token states."""
+    import threading
+
+    from embedlab import runtime
+
+    inside, outside = threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+
+    def uncached_block() -> None:
+        with runtime.token_states_uncached():
+            seen["uncached thread, in its block"] = runtime.stores_token_states()
+            inside.set()
+            outside.wait(10)
+        seen["uncached thread, after its block"] = runtime.stores_token_states()
+
+    def other() -> None:
+        inside.wait(10)
+        seen["other thread, meanwhile"] = runtime.stores_token_states()
+        outside.set()
+
+    threads = [threading.Thread(target=uncached_block), threading.Thread(target=other)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert seen == {"uncached thread, in its block": False, "other thread, meanwhile": True,
+                    "uncached thread, after its block": True}
+    assert runtime.stores_token_states()
+
+
+def test_set_token_state_storing_is_the_process_default_that_blocks_override():
+    from embedlab import runtime
+
+    try:
+        runtime.set_token_state_storing(False)
+        assert not runtime.stores_token_states()
+        with runtime.token_states_uncached():
+            assert not runtime.stores_token_states()
+        assert not runtime.stores_token_states()
+    finally:
+        runtime.set_token_state_storing(True)
+    assert runtime.stores_token_states()

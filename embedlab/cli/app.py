@@ -20,6 +20,7 @@ import warnings
 
 from embedlab import __version__
 from embedlab import runtime
+from embedlab.runtime import settings
 from embedlab.cli import alignsim, arguments, cache, embed, evaluate, matching, methods, neural, reproduce, static
 
 COMMAND_GROUPS = (embed, methods, evaluate, neural, matching, alignsim, reproduce, static, cache)
@@ -95,7 +96,7 @@ def _interrupt(signum: int, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit status; an error prints one line (see :func:`exit_status`)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # embedlab never downloads
+    settings.forbid_downloads()  # embedlab never downloads
     args = build_parser().parse_args(argv)
     handles_sigint = (threading.current_thread() is threading.main_thread()
                       and signal.getsignal(signal.SIGINT) is signal.default_int_handler)  # an ignored SIGINT stays ignored
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return RUNTIME_ERROR
     except (Exception, KeyboardInterrupt) as error:  # noqa: BLE001 - every failure becomes one line
-        if os.environ.get("EMBEDLAB_DEBUG", "") not in ("", "0"):
+        if settings.debug():
             raise
         status = exit_status(error)
         if status == INTERRUPTED:

@@ -25,9 +25,10 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
+from embedlab.runtime.progress import progress_bar
 
 from embedlab import runtime
+from embedlab.runtime import settings
 from embedlab.data.corpus import Corpus
 from embedlab.engines.fitting import fit_parts, load_vector_method, needs_corpus_fit, restore_parts
 from embedlab.engines.runner import slice_rows
@@ -55,7 +56,7 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
     if ray.is_initialized():
         yield ray
         return
-    address = address or os.environ.get("RAY_ADDRESS")
+    address = address or settings.ray_address()
     if address:
         ray.init(address=address, logging_level=logging.WARNING)
     else:
@@ -222,6 +223,6 @@ class RayEncodedMethod(VectorMethod):
             dataset = ray.data.from_items([{"shard": 0, "position": row, "id": row, "text": text} for row, text in enumerate(texts)],
                                           override_num_blocks=math.ceil(len(texts) / rows))
             encoded = _encode_dataset(dataset, self.spec, states, batch_size, False, rows, self.workers)
-            with tqdm(total=len(texts), unit="text", desc="encode (ray)", disable=not show_progress_bar) as bar:
+            with progress_bar(total=len(texts), unit="text", desc="encode (ray)", disable=not show_progress_bar) as bar:
                 ((_, _, vectors),) = list(_gather(encoded.iter_batches(batch_size=None, batch_format="numpy"), {0: len(texts)}, bar))
         return vectors

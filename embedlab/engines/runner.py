@@ -17,15 +17,14 @@ import contextlib
 import hashlib
 import itertools
 import math
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from embedlab import runtime
+from embedlab.runtime.progress import ProgressBar, progress_bar
 from embedlab.data.corpus import Corpus, CorpusScan
 from embedlab.engines.fitting import fit_parts, fittable_parts, load_vector_method, needs_corpus_fit, restore_parts
 from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, LAYOUT_VERSION, OutputFolder, fitted_name, sha256_file
@@ -79,14 +78,8 @@ def read_plan(corpus: Corpus, plan: ShardPlan) -> tuple[list[int | str], list[st
     return [record.id for record in records], [record.text for record in records]
 
 
-def progress_bar(total: int, done: int, show: bool | None) -> tqdm:
-    """Texts done, texts/s and ETA on stderr; silent when ``show`` is False, or None and stderr is no terminal."""
-    disable = (not sys.stderr.isatty()) if show is None else not show
-    return tqdm(total=total, initial=done, unit="text", desc="embed", disable=disable, dynamic_ncols=True, smoothing=0.1)
-
-
 def _local_shards(method: VectorMethod, corpus: Corpus, plans: list[ShardPlan], batch_size: int, normalize: bool,
-                  bar: tqdm, total: int) -> Iterator[tuple[ShardPlan, list[int | str], np.ndarray]]:
+                  bar: ProgressBar, total: int) -> Iterator[tuple[ShardPlan, list[int | str], np.ndarray]]:
     rows = slice_rows(total)  # from the whole corpus, not what is left: a resumed run encodes the same slices
     for plan in plans:
         ids, texts = read_plan(corpus, plan)
@@ -165,7 +158,9 @@ def _embed_locked(method: VectorMethod, corpus: Corpus, folder: OutputFolder, ex
         states = _fitted_states(method, corpus, folder, manifest, batch_size)
     folder.write_manifest(manifest)
     done = sum(entry["rows"] for entry in finished.values())
-    with progress_bar(scan.count, done, progress) as bar:
+    # texts done, texts/s and ETA on stderr; silent when ``progress`` is False, or None and no one watches
+    with progress_bar(total=scan.count, initial=done, unit="text", desc="embed", disable=not runtime.show_progress(progress),
+                      dynamic_ncols=True, smoothing=0.1) as bar:
         if engine == "ray":
             from embedlab.engines.ray_engine import ray_shards
 

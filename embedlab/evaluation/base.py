@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
@@ -22,6 +21,7 @@ from threadpoolctl import threadpool_limits
 
 from embedlab.evaluation.records import Record
 from embedlab.runtime import cache_key
+from embedlab.runtime.settings import solver_thread_count
 
 
 @runtime_checkable
@@ -241,11 +241,4 @@ def solver_threads() -> threadpool_limits:
     The classifiers and k-means here solve many small problems; with several threads on shared cores
     the BLAS/OpenMP workers spin-wait and a fit runs ~10x slower than on one thread (measured on 2 cores).
     """
-    value = os.environ.get("EMBEDLAB_SOLVER_THREADS", "1")
-    try:
-        threads = int(value)
-    except ValueError:
-        threads = 0
-    if threads < 1:
-        raise ValueError(f"EMBEDLAB_SOLVER_THREADS={value[:40]!r} must be a positive whole number (default 1)")
-    return threadpool_limits(limits=threads)
+    return threadpool_limits(limits=solver_thread_count())

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from tqdm.auto import tqdm
+from embedlab.runtime.progress import progress_bar
 
 from embedlab.models import LoadedModel
 from embedlab.runtime import release_free_memory
@@ -114,7 +114,7 @@ class PoolingPipeline:
         if len(chunks) <= 1 or self.static_fast_path:  # the static path holds token ids only, never vectors
             return self._pool_chunk(texts, idf, batch_size, show_progress_bar)
         pooled: np.ndarray | None = None
-        with tqdm(total=len(texts), desc="encoding", unit="text", disable=not show_progress_bar) as progress:
+        with progress_bar(total=len(texts), desc="encoding", unit="text", disable=not show_progress_bar) as progress:
             for start, stop in chunks:
                 try:
                     piece = self._pool_chunk(texts[start:stop], idf, batch_size, False)

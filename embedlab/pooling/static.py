@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from embedlab.runtime.progress import progress_bar
 
 from embedlab.data.wikitext import wikitext2_paragraphs
 from embedlab.models import LoadedModel
@@ -60,7 +60,7 @@ def context_averaged_tables(
     store = TokenStateStore(model, use_disk_cache=False, memory_limit_bytes=0)
     blocks = range(0, len(contexts), block_size)
     disable = not show_progress_bar
-    for start in tqdm(blocks, desc="Avg static tables", disable=disable):
+    for start in progress_bar(blocks, desc="Avg static tables", disable=disable):
         for states in store.compute(contexts[start : start + block_size], batch_size=batch_size, show_progress_bar=False):
             ids = torch.from_numpy(states.token_ids)
             counts.index_add_(0, ids, torch.ones_like(ids))
@@ -143,7 +143,7 @@ def single_token_table(model: LoadedModel, batch_size: int = 256, show_progress_
     position = frame.index(-1)
     vocabulary = len(model.tokenizer)
     table = np.zeros((vocabulary, model.hidden_size), dtype=np.float32)
-    for start in tqdm(range(0, vocabulary, batch_size), desc="distilling the vocabulary", disable=not show_progress_bar):
+    for start in progress_bar(range(0, vocabulary, batch_size), desc="distilling the vocabulary", disable=not show_progress_bar):
         batch = torch.arange(start, min(start + batch_size, vocabulary))
         input_ids = torch.tensor(frame).repeat(len(batch), 1)
         input_ids[:, position] = batch

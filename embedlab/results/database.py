@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sqlite3
 import subprocess
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import embedlab
 from embedlab import runtime
+from embedlab.runtime import settings
 from embedlab.evaluation.records import Record
 
 DEFAULT_FILE = "embedlab_results.sqlite"
@@ -110,8 +110,7 @@ def _migrate(connection: sqlite3.Connection, existed: bool) -> None:
 
 def default_path() -> Path:
     """``$EMBEDLAB_RESULTS`` or ``./embedlab_results.sqlite``."""
-    configured = os.environ.get("EMBEDLAB_RESULTS")
-    return Path(configured).expanduser() if configured else Path.cwd() / DEFAULT_FILE
+    return settings.results_path(DEFAULT_FILE)
 
 
 class ResultsDB:

@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors.numpy import load as safetensors_load
-from tqdm.auto import tqdm
+from embedlab.runtime.progress import progress_bar
 
 from embedlab.models import LoadedModel
 from embedlab.runtime import (
@@ -403,7 +403,7 @@ class TokenStateStore:
         pad_id = self.model.tokenizer.pad_token_id or 0
         embed = model.get_input_embeddings()
         batches = length_batches([len(sequence.input_ids) for sequence in sequences], batch_size)
-        for positions in tqdm(batches, desc="token states", disable=not show_progress_bar):
+        for positions in progress_bar(batches, desc="token states", disable=not show_progress_bar):
             batch = [sequences[position] for position in positions]
             width = max(len(sequence.input_ids) for sequence in batch)
             input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)

@@ -86,7 +86,6 @@ def masked_features(masked_lm: MaskedLM, split: str, config: HeadTrainingConfig,
 
 def _encode_masked(masked_lm: MaskedLM, split: str, block_tokens: int, seed: int, max_tokens: int, show_progress: bool | None) -> tuple[torch.Tensor, torch.Tensor]:
     """Run the frozen encoder over one seeded masking of ``split``; keep the states at the masked positions."""
-    from tqdm.auto import tqdm
 
     tokenizer = masked_lm.tokenizer
     blocks = token_blocks(tokenizer, wikitext2_paragraphs(split, tokenizer.unk_token), block_tokens, max_tokens)
@@ -95,7 +94,7 @@ def _encode_masked(masked_lm: MaskedLM, split: str, block_tokens: int, seed: int
     encoder = masked_lm.model.bert
     step = 32
     with torch.inference_mode():
-        for start in tqdm(range(0, len(inputs), step), desc=f"encoding WikiText-2 {split}", disable=not runtime.show_progress(show_progress)):
+        for start in runtime.progress_bar(range(0, len(inputs), step), desc=f"encoding WikiText-2 {split}", disable=not runtime.show_progress(show_progress)):
             batch_inputs = inputs[start : start + step]
             batch_labels = labels[start : start + step]
             states = encoder(input_ids=batch_inputs, attention_mask=torch.ones_like(batch_inputs)).last_hidden_state
@@ -207,7 +206,6 @@ def train_head(
     so an interrupted run resumes where it stopped and ends with the same head. ``show_progress``: None
     draws the bars when stderr is a terminal (see :func:`embedlab.runtime.show_progress`).
     """
-    from tqdm.auto import tqdm
 
     torch.set_num_threads(config.threads)
     masked_lm = load_masked_lm(config.model, head="untrained")
@@ -253,7 +251,7 @@ def train_head(
         order = torch.randperm(len(train_labels), generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
         running = 0.0
         started = time.perf_counter()
-        progress = tqdm(range(steps_per_epoch), desc=f"head epoch {epoch + 1}/{config.epochs}", disable=not runtime.show_progress(show_progress))
+        progress = runtime.progress_bar(range(steps_per_epoch), desc=f"head epoch {epoch + 1}/{config.epochs}", disable=not runtime.show_progress(show_progress))
         for step in progress:
             chosen = order[step * config.batch_size : (step + 1) * config.batch_size]
             logits = head(train_hidden[chosen])

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from safetensors import safe_open
 from safetensors.numpy import save as save_numpy
-from tqdm.auto import tqdm
+from embedlab.runtime.progress import progress_bar
 
 from embedlab import runtime
 from embedlab.data.wikitext import wikitext2_sentences
@@ -176,7 +176,7 @@ def train_token_weights(
         optimizer = torch.optim.Adam([theta], lr=config.learning_rate)
         start = 0
     losses: list[float] = []
-    progress = tqdm(range(start, config.steps), desc="token weights", disable=not runtime.show_progress(show_progress_bar), initial=start, total=config.steps)
+    progress = progress_bar(range(start, config.steps), desc="token weights", disable=not runtime.show_progress(show_progress_bar), initial=start, total=config.steps)
     for step in progress:
         batch = [corpus[index] for index in order[step]]
         loss = simcse_loss(loaded, theta, batch, config.seed * 1_000_003 + step, config.max_tokens, config.temperature)

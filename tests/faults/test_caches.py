@@ -347,7 +347,8 @@ WRITER = textwrap.dedent("""
     import os, sys, time
     import numpy as np
     from embedlab import runtime
-    original = runtime._write_all
+    from embedlab.runtime.cache import atomic
+    original = atomic._write_all
 
     def half_then_hang(descriptor, buffers):
         views = [memoryview(buffer).cast("B") for buffer in buffers]
@@ -355,7 +356,7 @@ WRITER = textwrap.dedent("""
         print("writing", flush=True)
         time.sleep(600)
 
-    runtime._write_all = half_then_hang
+    atomic._write_all = half_then_hang
     if sys.argv[1] == "array":
         runtime.ArrayStore("eval").save("entry", np.arange(100000, dtype=np.float32))
     else:

@@ -35,6 +35,7 @@ CHILD = textwrap.dedent("""
     from pathlib import Path
     import numpy as np
     from embedlab import models, runtime
+    from embedlab.runtime.cache import atomic
     from embedlab.pooling import weights
 
     role, what = sys.argv[1], sys.argv[2]
@@ -55,7 +56,7 @@ CHILD = textwrap.dedent("""
                 view = memoryview(buffers[0]).cast("B")
                 os.write(descriptor, bytes(view[: max(1, len(view) // 2)]))
                 hang()
-            runtime._write_all = write_half_then_hang
+            atomic._write_all = write_half_then_hang
 
     def announce(function):  # the moment this process starts computing the entry itself
         def wrapper(*args, **kwargs):

@@ -107,9 +107,13 @@ def test_other_results_files_are_atomic(tmp_path, monkeypatch):
     from embedlab.evaluation.alignsim.task import MethodResult
     from embedlab.results.alignsim_report import write_report as alignsim_write_report
 
+    from embedlab.runtime.cache import atomic
+
     written = []
-    original = runtime.atomic_write_bytes
-    monkeypatch.setattr(runtime, "atomic_write_bytes", lambda path, payload: (written.append(path.name), original(path, payload)))
+    original = atomic.atomic_write_bytes
+    recording = lambda path, payload: (written.append(path.name), original(path, payload))  # noqa: E731
+    monkeypatch.setattr(runtime, "atomic_write_bytes", recording)  # callers that write through runtime
+    monkeypatch.setattr(atomic, "atomic_write_bytes", recording)  # atomic_write_text and save_figure
     result = MethodResult("random:minilm", [Record("random:minilm", "alignsim", "mrpc", "c1", "sim_pass_avg", 0.5, 3)])
     result.margins[("mrpc", "c1", "sim")] = np.array([0.1, -0.2, 0.3], dtype=np.float32)
     result.save(tmp_path / "methods")
