@@ -18,16 +18,14 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-import subprocess
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import embedlab
-from embedlab import runtime
 from embedlab.runtime import settings
 from embedlab.evaluation.records import Record
+from embedlab.version import code_version
 
 DEFAULT_FILE = "embedlab_results.sqlite"
 
@@ -50,34 +48,6 @@ CREATE TABLE IF NOT EXISTS results (
 );
 CREATE INDEX IF NOT EXISTS results_by_task ON results (task, dataset);
 """
-
-
-# Committed result records (what `embedlab reproduce --recompute` rewrites) are outputs, not code: a
-# run that follows another must not call its own code "dirty" because the first one stored its records.
-RECORDS_PATHSPEC = ":(exclude)embedlab/resources/records"
-
-
-@runtime.cached("results.code_version", maxsize=1)
-def code_version() -> str:
-    """``embedlab.__version__`` plus the short git commit of the source tree (with ``.dirty`` when modified)."""
-    return source_version(Path(embedlab.__file__).resolve().parent.parent, embedlab.__version__)
-
-
-def source_version(source: Path, version: str) -> str:
-    """``version+commit`` of the git checkout at ``source``, ``.dirty`` when a tracked file other than the
-    committed result records differs from the commit; ``version`` alone outside a git checkout."""
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(source), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no", "--", ".", RECORDS_PATHSPEC],
-            capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return version  # not a git checkout (installed package): the version alone
-    return f"{version}+{commit}{'.dirty' if dirty else ''}" if commit else version
 
 
 # PRAGMA user_version of the current layout. 1: classification accuracies are fractions 0–1 (the one

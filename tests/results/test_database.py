@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from embedlab.evaluation.records import Record
-from embedlab.results.database import SCHEMA_VERSION, ResultsDB, default_path, source_version
+from embedlab.results.database import SCHEMA_VERSION, ResultsDB, default_path
 
 
 def _records(method: str = "minilm", value: float = 0.5) -> list[Record]:
@@ -80,28 +78,3 @@ def test_a_database_of_percent_accuracies_is_migrated_to_fractions(tmp_path: Pat
                           ("clustering", "accuracy"): 0.5887}
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                        "GIT_COMMITTER_EMAIL": "t@t"})
-
-
-def test_source_version_ignores_committed_records_but_not_code(tmp_path: Path) -> None:
-    records = tmp_path / "embedlab" / "resources" / "records"
-    records.mkdir(parents=True)
-    (records / "neural.jsonl").write_text("{}\n")
-    (tmp_path / "embedlab" / "pooling.py").write_text("x = 1\n")
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", ".")
-    _git(tmp_path, "commit", "-q", "-m", "start")
-    commit = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--short=12", "HEAD"],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    assert source_version(tmp_path, "1.0") == f"1.0+{commit}"
-    # a recompute stored its records: the next run's code is still the commit's
-    (records / "neural.jsonl").write_text("{}\n{}\n")
-    assert source_version(tmp_path, "1.0") == f"1.0+{commit}"
-    (tmp_path / "embedlab" / "pooling.py").write_text("x = 2\n")
-    assert source_version(tmp_path, "1.0") == f"1.0+{commit}.dirty"
-    assert source_version(tmp_path.parent, "1.0") == "1.0"  # outside any checkout
