@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 
 def load(spec: str):
     """The embedding method named by a method spec (see ``embedlab methods``)."""
-    from embedlab.methods.registry import load as load_method
+    from embedlab.registry import load as load_method
 
     return load_method(spec)
 

@@ -1,7 +1,7 @@
 """Method specs: one string names any embedding method with its options and round-trips to text.
 
 This module is the grammar only: which families exist, their options and the named models are passed in
-by :mod:`embedlab.methods.registry` (``registry.parse(text)`` is what callers use).
+by :mod:`embedlab.registry` (``registry.parse(text)`` is what callers use).
 
 Grammar (whitespace is not allowed inside a spec)::
 

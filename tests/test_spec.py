@@ -1,7 +1,7 @@
 import pytest
 
 
-from embedlab.methods.registry import parse as parse_spec
+from embedlab.registry import parse as parse_spec
 from embedlab.spec import ConcatSpec, MethodSpec, SpecError
 
 

@@ -13,7 +13,7 @@ DEMO_PAIRS = 12
 def method_rows() -> list[list[str]]:
     """What can be asked for, one row per family option, preset and named model: kind, name, spec
     (default or value), description."""
-    from embedlab.methods.registry import FAMILIES, PRESETS
+    from embedlab.registry import FAMILIES, PRESETS
     from embedlab.spec import POOLED
     from embedlab.models import DESCRIPTIONS, available_models
 

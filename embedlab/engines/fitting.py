@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from embedlab.methods.base import EmbeddingMethod, VectorMethod
-from embedlab.methods.registry import load
+from embedlab.registry import load
 from embedlab.pooling.postprocess import make_step
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from embedlab.methods.base import VectorMethod
-from embedlab.methods.registry import load
+from embedlab.registry import load
 
 
 class MTEBEncoder:

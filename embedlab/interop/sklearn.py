@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from embedlab.methods.base import VectorMethod
-from embedlab.methods.registry import load
+from embedlab.registry import load
 from embedlab.pooling.postprocess import Chain, make_step, parse_chain
 
 

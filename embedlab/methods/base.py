@@ -2,7 +2,7 @@
 
 A *family* (``pooled``, ``random``, ``neural``, ``match`` …) is a name, its options (stated once, with
 defaults and validation) and the class that builds a method from a parsed spec. Family modules export
-:class:`Family` objects; :mod:`embedlab.methods.registry` lists them all.
+:class:`Family` objects; :mod:`embedlab.registry` lists them all.
 """
 
 from __future__ import annotations

@@ -634,8 +634,8 @@ def run_plans(paper: str, chosen: Sequence[RecomputePlan], *, db=None, log: Call
               provenance: str) -> dict[tuple, StoredRecord]:
     """Run ``chosen`` plans through the harness; the records the paper values ask for, by key."""
     from embedlab.evaluation import evaluate, parse_tasks
-    from embedlab.methods.registry import load
-    from embedlab.results.database import code_version
+    from embedlab.registry import load
+    from embedlab.version import code_version
 
     wanted = needed_keys(paper)
     version = code_version()

@@ -16,7 +16,7 @@ def test_methods_as_csv_has_one_row_per_family_option_preset_and_model(capsys):
     import csv
     import io
 
-    from embedlab.methods.registry import FAMILIES, PRESETS
+    from embedlab.registry import FAMILIES, PRESETS
     from embedlab.models import DESCRIPTIONS
 
     assert main(["methods", "--format", "csv"]) == 0

@@ -265,7 +265,7 @@ def test_a_classification_file_too_small_for_its_folds_names_the_file(tmp_path) 
     ("epochs=nan", "must be a whole number"), ("seed=-3", "must be at least 0"), ("seed=1.5", "must be a whole number"),
 ])
 def test_bad_neural_options_fail_when_the_spec_is_read(option, why) -> None:
-    from embedlab.methods.registry import parse
+    from embedlab.registry import parse
     from embedlab.spec import SpecError
 
     key, value = option.split("=")

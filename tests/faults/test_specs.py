@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab.methods.registry import parse
+from embedlab.registry import parse
 from embedlab.spec import SpecError
 
 

@@ -5,7 +5,7 @@ from sentence_transformers import SentenceTransformer
 import embedlab
 from embedlab.methods import pooled
 from embedlab.methods.pooled import PooledMethod
-from embedlab.methods.registry import parse
+from embedlab.registry import parse
 from embedlab.models import load_model, resolve_model_path
 
 

@@ -106,7 +106,7 @@ def test_options_are_declared_once() -> None:
 
 def test_neural_family_specs(masked_minilm, sentences, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
-    from embedlab.methods.registry import load
+    from embedlab.registry import load
     from embedlab.spec import SpecError
 
     method = load("neural:minilm,epochs=2,lr=1e-2,params=head")

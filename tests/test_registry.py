@@ -3,7 +3,7 @@ import pytest
 import embedlab
 from embedlab.methods.concat import ConcatMethod
 from embedlab.methods.pooled import PooledMethod
-from embedlab.methods.registry import FAMILIES, PRESETS, load, parse
+from embedlab.registry import FAMILIES, PRESETS, load, parse
 from embedlab.methods.st import SentenceTransformerMethod
 from embedlab.models import NAMED_MODELS, ModelNotFoundError
 
