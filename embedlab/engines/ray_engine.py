@@ -25,14 +25,14 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
-from embedlab.runtime.progress import progress_bar
 
 from embedlab import runtime
 from embedlab.runtime import settings
+from embedlab.runtime.progress import progress_bar
 from embedlab.data.corpus import Corpus
 from embedlab.engines.fitting import fit_parts, load_vector_method, needs_corpus_fit, restore_parts
-from embedlab.engines.runner import slice_rows
-from embedlab.methods import registry
+from embedlab.engines.plan import slice_rows
+from embedlab import registry
 from embedlab.methods.base import VectorMethod
 
 # Method families whose work runs on a GPU where the actor has one (the batched micro-tuning path).

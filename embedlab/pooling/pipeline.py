@@ -34,10 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from embedlab.runtime.progress import progress_bar
 
 from embedlab.models import LoadedModel
 from embedlab.runtime import release_free_memory
+from embedlab.runtime.progress import progress_bar
 from embedlab.pooling.aggregation import aggregate, select_tokens, token_weights
 from embedlab.pooling.postprocess import Chain, fit_chain
 from embedlab.pooling.sources import StaticTokens, TokenSource, release_layouts, tokenized_texts

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from embedlab.runtime.progress import progress_bar
 
 from embedlab.data.wikitext import wikitext2_paragraphs
 from embedlab.models import LoadedModel
 from embedlab.runtime import ArrayStore, memo
+from embedlab.runtime.progress import progress_bar
 from embedlab.tokens.states import TokenStateStore
 
 

@@ -51,7 +51,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors.numpy import load as safetensors_load
-from embedlab.runtime.progress import progress_bar
 
 from embedlab.models import LoadedModel
 from embedlab.runtime import (
@@ -69,6 +68,7 @@ from embedlab.runtime import (
     stores_token_states,
     warn_unwritable,
 )
+from embedlab.runtime.progress import progress_bar
 from embedlab.data.sentences import chunk_token_ids
 from embedlab.tokens.templates import Template
 

@@ -34,13 +34,13 @@ import numpy as np
 import torch
 from safetensors import safe_open
 from safetensors.numpy import save as save_numpy
-from embedlab.runtime.progress import progress_bar
 
 from embedlab import runtime
 from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.matching.method import write_weights
 from embedlab.models import LoadedModel, load_model
 from embedlab.runtime import REPO_ROOT, atomic_write_bytes, cache_dir
+from embedlab.runtime.progress import progress_bar
 from embedlab.training.token_weight_settings import TEMPERATURE, TrainingConfig
 
 _INITIAL_THETA = math.log(math.e - 1.0)  # softplus(θ0) = 1
