@@ -9,6 +9,7 @@
   module-level ``__getattr__`` (PEP 562) so that importing a light module does not import heavy
   libraries; such an import names a module of its own package only.
 * No module over 400 lines and no function over 60 lines, except the ones listed below (being split).
+* ``os.environ`` only in ``runtime/settings.py``, ``tqdm`` only in ``runtime/progress.py``.
 * No ``importlib`` for internal code.
 * No module-level mutable state outside the ``embedlab/runtime/`` package: no ``lru_cache``/``functools.cache``,
   and no empty module-level containers (memos live in ``runtime.memo``).
@@ -255,6 +256,17 @@ def test_modules_and_functions_stay_small() -> None:
     assert long_functions <= OVERSIZED_FUNCTIONS, f"functions over {MAX_FUNCTION_LINES} lines: {sorted(long_functions - OVERSIZED_FUNCTIONS)}"
     stale = (OVERSIZED_MODULES - long_modules) | (OVERSIZED_FUNCTIONS - long_functions)
     assert not stale, f"no longer oversized (or gone): remove from the allow-lists in tests/test_architecture.py: {sorted(stale)}"
+
+
+# the one module allowed to use each: settings are read in one place, every bar is drawn by one module
+SOLE_USERS = {"os.environ": "embedlab/runtime/settings.py", "os.getenv": "embedlab/runtime/settings.py",
+              "tqdm": "embedlab/runtime/progress.py"}
+
+
+@pytest.mark.parametrize("name", sorted(SOLE_USERS))
+def test_environment_and_progress_bars_have_one_owner(name: str) -> None:
+    users = sorted(str(path.relative_to(REPO)) for path in _sources() if name in path.read_text())
+    assert set(users) <= {SOLE_USERS[name]}, f"{name} outside {SOLE_USERS[name]}: {users}"
 
 
 @pytest.mark.parametrize("path", _sources(), ids=lambda path: str(path.relative_to(REPO)))

@@ -271,3 +271,28 @@ def test_set_token_state_storing_is_the_process_default_that_blocks_override():
     finally:
         runtime.set_token_state_storing(True)
     assert runtime.stores_token_states()
+
+
+def test_settings_read_from_the_environment(monkeypatch, tmp_path):
+    from embedlab.runtime import settings
+
+    monkeypatch.delenv("EMBEDLAB_RESULTS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert settings.results_path("results.sqlite") == tmp_path / "results.sqlite"
+    monkeypatch.setenv("EMBEDLAB_RESULTS", "~/elsewhere.sqlite")
+    assert settings.results_path("results.sqlite") == Path("~/elsewhere.sqlite").expanduser()
+    for value, expected in (("", False), ("0", False), ("1", True), ("yes", True)):
+        monkeypatch.setenv("EMBEDLAB_DEBUG", value)
+        assert settings.debug() is expected
+    monkeypatch.setenv("RAY_ADDRESS", "")
+    assert settings.ray_address() is None
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert settings.ray_address() == "10.0.0.1:6379"
+    monkeypatch.delenv("EMBEDLAB_SOLVER_THREADS", raising=False)
+    assert settings.solver_thread_count() == 1
+    monkeypatch.setenv("EMBEDLAB_SOLVER_THREADS", "3")
+    assert settings.solver_thread_count() == 3
+    for bad in ("0", "-2", "two"):
+        monkeypatch.setenv("EMBEDLAB_SOLVER_THREADS", bad)
+        with pytest.raises(ValueError, match="EMBEDLAB_SOLVER_THREADS"):
+            settings.solver_thread_count()
