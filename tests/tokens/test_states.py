@@ -4,7 +4,9 @@ import torch
 
 from embedlab.data.sentences import split_sentences
 from embedlab.tokens.templates import TEMPLATES, get_template
-from embedlab.tokens.states import TokenStates, TokenStateStore, check_max_tokens, length_batches
+from embedlab.tokens.entry import TokenStates
+from embedlab.tokens.forward import check_max_tokens, length_batches
+from embedlab.tokens.store import TokenStateStore
 
 
 def test_every_layer_is_stored_with_the_right_meaning(minilm, isolated_cache):
@@ -164,7 +166,7 @@ def test_template_mask_positions_are_found_for_every_text(minilm, name, sts_sent
 
 def test_methods_over_one_model_share_one_store(minilm):
     from embedlab import runtime
-    from embedlab.tokens.states import store_for
+    from embedlab.tokens.store import store_for
 
     assert store_for(minilm) is store_for(minilm)
     first = store_for(minilm)
