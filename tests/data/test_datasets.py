@@ -1,4 +1,4 @@
-"""Tests for embedlab.data.datasets: row counts of the shared data, user file formats and error messages."""
+"""Tests for the shared-data loaders (embedlab.data.sts, paraphrase, senteval, clustering, summeval) and embedlab.data.user_files: row counts of the shared data, user file formats and error messages."""
 
 from __future__ import annotations
 
@@ -8,63 +8,63 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedlab.data import datasets
-from embedlab.data.datasets import DataFormatError
+from embedlab import runtime
+from embedlab.data import DataFormatError, clustering, paraphrase, senteval, sts, summeval, user_files
 
 
 def test_sts_years_skip_unscored_pairs() -> None:
-    subsets = {s.subset: s for s in datasets.sts_year("sts15")}
+    subsets = {s.subset: s for s in sts.sts_year("sts15")}
     assert len(subsets["answers-forums"]) == 375  # 2,000 input lines, 375 scored
     assert sum(len(s) for s in subsets.values()) == 3000
     assert np.all((subsets["belief"].scores >= 0) & (subsets["belief"].scores <= 5))
-    assert len(datasets.sts_year("sts13")) == 3  # no SMT subset
+    assert len(sts.sts_year("sts13")) == 3  # no SMT subset
 
 
 def test_shared_sets_have_readme_sizes() -> None:
-    assert len(datasets.stsb("test")) == 1379
-    sick = datasets.sick_entailment("trial")
+    assert len(sts.stsb("test")) == 1379
+    sick = sts.sick_entailment("trial")
     assert len(sick) == 500 and set(np.unique(sick.labels)) == {0, 1, 2}
-    glue = datasets.mrpc_glue_train()
+    glue = paraphrase.mrpc_glue_train()
     assert len(glue) == 3668 and int(glue.labels.sum()) == 2474
-    assert int(datasets.qqp().labels.sum()) == 3711  # quoted questions spanning lines are read whole
-    sst5 = datasets.sst(True, "dev")
+    assert int(paraphrase.qqp().labels.sum()) == 3711  # quoted questions spanning lines are read whole
+    sst5 = senteval.sst(True, "dev")
     assert len(sst5) == 1101 and set(np.unique(sst5.labels)) == set(range(5))
-    trec = datasets.trec("test")
+    trec = senteval.trec("test")
     assert trec.texts[0] == "How far is it from Denver to Aspen ?" and trec.label_names[trec.labels[0]] == "NUM"
-    tweet = datasets.clustering_set("tweet")
+    tweet = clustering.clustering_set("tweet")
     assert len(tweet) == 2472 and len(tweet.label_names) == 89
-    assert len(datasets.senteval_binary("cr")) == 3775
-    items = datasets.summeval()
+    assert len(senteval.senteval_binary("cr")) == 3775
+    items = summeval.summeval()
     assert len({i.doc_id for i in items}) == 100 and all(len(i.references) == 11 for i in items)
 
 
 def test_missing_file_names_path_and_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EMBEDLAB_DATA", str(tmp_path))
     with pytest.raises(FileNotFoundError) as error:
-        datasets.stsb("test")
+        sts.stsb("test")
     assert "sts-test.csv" in str(error.value) and str(tmp_path) in str(error.value)
 
 
 def test_altered_copy_fails_row_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = datasets.data_path("sts", "STSBenchmark", "sts-dev.csv")
+    source = runtime.data_path("sts", "STSBenchmark", "sts-dev.csv")
     target = tmp_path / "sts" / "STSBenchmark" / "sts-dev.csv"
     target.parent.mkdir(parents=True)
     target.write_text("".join(source.read_text().splitlines(keepends=True)[:-3]))
     monkeypatch.setenv("EMBEDLAB_DATA", str(tmp_path))
     with pytest.raises(DataFormatError, match="1497 rows.*README says 1500"):
-        datasets.stsb("dev")
+        sts.stsb("dev")
 
 
 def test_bad_line_names_file_and_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "sts" / "STSBenchmark"
     folder.mkdir(parents=True)
-    shutil.copy(datasets.data_path("sts", "STSBenchmark", "sts-test.csv"), folder / "sts-test.csv")
+    shutil.copy(runtime.data_path("sts", "STSBenchmark", "sts-test.csv"), folder / "sts-test.csv")
     lines = (folder / "sts-test.csv").read_text().splitlines(keepends=True)
     lines[4] = lines[4].replace("\t", " ", 6)
     (folder / "sts-test.csv").write_text("".join(lines))
     monkeypatch.setenv("EMBEDLAB_DATA", str(tmp_path))
     with pytest.raises(DataFormatError, match=r"sts-test.csv, line 5"):
-        datasets.stsb("test")
+        sts.stsb("test")
 
 
 def test_user_scored_pairs_formats(tmp_path: Path) -> None:
@@ -75,39 +75,39 @@ def test_user_scored_pairs_formats(tmp_path: Path) -> None:
     jsonl = tmp_path / "p.jsonl"
     jsonl.write_text('{"text1": "a", "text2": "b", "score": 1.5}\n\n{"sentence1": "c", "sentence2": "d", "score": 2}\n')
     for file in (tsv, csv, jsonl):
-        data = datasets.load_scored_pairs(file)
+        data = user_files.load_scored_pairs(file)
         assert len(data) == 2 and data.scores.tolist() == [1.5, 2.0] and data.first == ["a", "c"]
-    assert datasets.load_scored_pairs(csv).second[0] == "b, with comma"
+    assert user_files.load_scored_pairs(csv).second[0] == "b, with comma"
     bad = tmp_path / "bad.tsv"
     bad.write_text("a\tb\t1\nc\td\tmany\n")
     with pytest.raises(DataFormatError, match=r"bad.tsv, line 2: score 'many'"):
-        datasets.load_scored_pairs(bad)
+        user_files.load_scored_pairs(bad)
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"text1": "a", "text2": "b", "score": 1}\n{"text1": "a"\n')
     with pytest.raises(DataFormatError, match="broken.jsonl, line 2"):
-        datasets.load_scored_pairs(broken)
+        user_files.load_scored_pairs(broken)
     with pytest.raises(FileNotFoundError, match="nothere.tsv"):
-        datasets.load_scored_pairs(tmp_path / "nothere.tsv")
+        user_files.load_scored_pairs(tmp_path / "nothere.tsv")
 
 
 def test_user_grouped_and_labelled_texts(tmp_path: Path) -> None:
     column = tmp_path / "g.tsv"
     column.write_text("g1\tx\ng2\ty\ng1\tz\n")
-    data = datasets.load_grouped_texts(column)
+    data = user_files.load_grouped_texts(column)
     assert data.texts == ["x", "y", "z"] and data.groups.tolist() == [0, 1, 0] and data.triplet_count() == 2
     per_line = tmp_path / "g.jsonl"
     per_line.write_text('["x", "z"]\n{"texts": ["y"]}\n')
-    lined = datasets.load_grouped_texts(per_line, layout="line")
+    lined = user_files.load_grouped_texts(per_line, layout="line")
     assert lined.texts == ["x", "z", "y"] and lined.groups.tolist() == [0, 0, 1]
     single = tmp_path / "one.tsv"
     single.write_text("a\tb\tc\n")
     with pytest.raises(DataFormatError, match="at least two groups"):
-        datasets.load_grouped_texts(single, layout="line")
+        user_files.load_grouped_texts(single, layout="line")
     labelled = tmp_path / "l.csv"
     labelled.write_text("text,label\nhello,greet\nbye,leave\nhi,greet\n")
-    texts = datasets.load_labelled_texts(labelled)
+    texts = user_files.load_labelled_texts(labelled)
     assert texts.texts == ["hello", "bye", "hi"] and texts.labels.tolist() == [0, 1, 0] and texts.label_names == ["greet", "leave"]
     wrong = tmp_path / "w.tsv"
     wrong.write_text("a\tb\nc\n")
     with pytest.raises(DataFormatError, match="w.tsv, line 2"):
-        datasets.load_labelled_texts(wrong)
+        user_files.load_labelled_texts(wrong)
