@@ -6,7 +6,7 @@ import os
 import tempfile
 
 from embedlab import runtime
-from embedlab.data.datasets import stsb
+from embedlab.data.sts import stsb
 from embedlab.models import load_model
 
 

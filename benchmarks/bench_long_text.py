@@ -23,8 +23,8 @@ CHILD = r"""
 import json, resource, sys, time
 from embedlab import runtime
 import embedlab
-from embedlab.data.datasets import stsb
 from embedlab.data.sentences import chunk_token_ids
+from embedlab.data.sts import stsb
 from embedlab.models import load_model
 
 spec, size, kind, split_only = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"

@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's embedlab, not an installed one
 
-from embedlab.data.datasets import grouped
+from embedlab.data.containers import grouped
 from embedlab.evaluation.triplets import count_triplets
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
 import embedlab
-from embedlab.data.datasets import stsb
+from embedlab.data.sts import stsb
 
 SPECS = {
     "neural:minilm (trained head)": "neural:minilm",

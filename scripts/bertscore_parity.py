@@ -19,7 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 
 import embedlab
-from embedlab.data.datasets import stsb
+from embedlab.data.sts import stsb
 from embedlab.models import load_model, resolve_model_path
 
 

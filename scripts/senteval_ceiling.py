@@ -20,7 +20,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import embedlab
-from embedlab.data import datasets
+from embedlab.data.senteval import senteval_binary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("dataset", choices=sorted(ALIGN_SIM_TABLE_2))
     parser.add_argument("--spec", default="st:minilm")
     args = parser.parse_args()
-    data = datasets.senteval_binary(args.dataset)
+    data = senteval_binary(args.dataset)
     vectors = embedlab.load(args.spec).encode(data.texts, batch_size=64)
     folds = StratifiedKFold(n_splits=10, shuffle=True, random_state=0)
     print(f"{args.dataset}: {len(data)} texts, {args.spec}; ALIGN-SIM Table 2: {ALIGN_SIM_TABLE_2[args.dataset]}")

@@ -18,7 +18,7 @@ import json
 import numpy as np
 
 import embedlab
-from embedlab.data.datasets import triplets_sts
+from embedlab.evaluation.triplets import triplets_sts
 
 
 def counts(vectors: np.ndarray, groups: np.ndarray) -> dict[str, int]:

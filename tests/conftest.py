@@ -55,7 +55,7 @@ def minilm():
 @pytest.fixture(scope="session")
 def sts_test_rows() -> list[tuple[float, str, str]]:
     """(score, sentence 1, sentence 2) of the STS-B test split."""
-    from embedlab.data.datasets import stsb
+    from embedlab.data.sts import stsb
 
     test = stsb("test")
     return list(zip(test.scores.tolist(), test.first, test.second))

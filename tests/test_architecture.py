@@ -35,25 +35,19 @@ MAX_FUNCTION_LINES = 60
 # Modules and functions over the limits today, each being split; an entry that is no longer over its
 # limit fails the test below, so that this list only shrinks. Empty it as they are split.
 OVERSIZED_MODULES = frozenset({
-    "embedlab/data/datasets.py",
     "embedlab/evaluation/alignsim/task.py",
     "embedlab/matching/bertscore.py",
-    "embedlab/models.py",
     "embedlab/neural/batched.py",
     "embedlab/neural/family.py",
     "embedlab/results/reproduce.py",
-    "embedlab/tokens/states.py",
 })
 OVERSIZED_FUNCTIONS = frozenset({
-    "embedlab/engines/shards.py::read_shards",
     "embedlab/evaluation/alignsim/perturb.py::build_perturbation_set",
     "embedlab/evaluation/alignsim/task.py::AlignSimTask.run",
     "embedlab/evaluation/harness.py::evaluate",
     "embedlab/neural/batched.py::frozen_features",
     "embedlab/neural/family.py::embed_texts_variants",
     "embedlab/results/alignsim_report.py::sections",
-    "embedlab/tokens/states.py::TokenStateStore.compute",
-    "embedlab/training/mlm_head.py::train_head",
 })
 
 

@@ -76,7 +76,7 @@ def test_sklearn_snippet_is_the_hand_built_pipeline():
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    from embedlab.data.datasets import trec
+    from embedlab.data.senteval import trec
 
     questions = trec("test")
     texts, labels = list(questions.texts[:240]), questions.labels[:240]

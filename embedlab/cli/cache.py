@@ -22,7 +22,7 @@ def _size(nbytes: int) -> str:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from embedlab.tokens.states import indexed_entries
+    from embedlab.tokens.packs import indexed_entries
 
     root = runtime.cache_root(create=False)
     kinds = runtime.cache_kinds()

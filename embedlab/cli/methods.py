@@ -46,7 +46,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from scipy.stats import spearmanr
 
     import embedlab
-    from embedlab.data.datasets import stsb
+    from embedlab.data.sts import stsb
 
     test = stsb("test")
     rows = list(zip(test.scores.tolist(), test.first, test.second))

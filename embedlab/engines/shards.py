@@ -315,13 +315,49 @@ def read_shards(folder: str | Path, *, partial: bool = False) -> tuple:
     manifest = output.read_manifest()
     if manifest is None:
         raise FileNotFoundError(f"{output.manifest_path} not found: {output.path} is not an embedlab output folder")
+    texts, shard_size, dimension, entries = _manifest_layout(output, manifest)
+    count = -(-texts // shard_size) if shard_size > 0 else 0
+    expected_rows = {index: min(shard_size, texts - index * shard_size) for index in range(count)}
+    listed = _listed_shards(output, entries, expected_rows)
+    missing = [index for index in range(count) if index not in listed]
+    done = sum(expected_rows[index] for index in listed)
+    if (missing or not manifest.get("complete")) and not partial:
+        first = f"; shard {missing[0]} is missing" if missing else ""
+        raise ValueError(f"{output.path} is not complete: {done} of {texts} texts are finished{first} "
+                         "(rerun embed to finish it, or read_shards(..., partial=True) for the finished rows with a mask)")
+    vectors = np.zeros((texts, dimension), np.float32) if partial else None
+    mask = np.zeros(texts, dtype=bool)
+    ids: list[int | str | None] = [None] * texts if partial else []
+    blocks = []
+    for index in sorted(listed):
+        shard_ids, shard_vectors = _checked_shard(output, listed[index], dimension)
+        start = index * shard_size
+        if partial:
+            ids[start:start + len(shard_ids)] = shard_ids
+            vectors[start:start + len(shard_ids)] = shard_vectors
+            mask[start:start + len(shard_ids)] = True
+        else:
+            ids += shard_ids
+            blocks.append(shard_vectors)
+    if partial:
+        return ids, vectors, mask
+    return ids, np.ascontiguousarray(np.vstack(blocks) if blocks else np.zeros((0, dimension), np.float32), dtype=np.float32)
+
+
+def _manifest_layout(output: OutputFolder, manifest: dict) -> tuple[int, int, int, list]:
+    """(texts, shard size, dimension, shard entries) of a manifest; a manifest lacking one is refused."""
     try:
         texts, shard_size, dimension = int(manifest["texts"]), int(manifest["shard_size"]), int(manifest["dimension"])
         entries = list(manifest["shards"])
     except (KeyError, TypeError, ValueError) as error:
         raise ValueError(f"{output.manifest_path} lacks {error} (texts, shard_size, dimension, shards): not a readable manifest") from None
-    count = -(-texts // shard_size) if shard_size > 0 else 0
-    expected_rows = {index: min(shard_size, texts - index * shard_size) for index in range(count)}
+    return texts, shard_size, dimension, entries
+
+
+def _listed_shards(output: OutputFolder, entries: list, expected_rows: dict[int, int]) -> dict[int, dict]:
+    """The manifest's shard entries by index, each checked: an index in range, listed once, with the rows
+    its position implies, a sha256, and a file name inside the folder."""
+    count = len(expected_rows)
     listed: dict[int, dict] = {}
     for entry in entries:
         index = entry.get("index") if isinstance(entry, dict) else None
@@ -336,33 +372,16 @@ def read_shards(folder: str | Path, *, partial: bool = False) -> tuple:
                              "(rerun embed to rewrite the folder)")
         _entry_path(output, entry)
         listed[index] = entry
-    missing = [index for index in range(count) if index not in listed]
-    done = sum(expected_rows[index] for index in listed)
-    if (missing or not manifest.get("complete")) and not partial:
-        first = f"; shard {missing[0]} is missing" if missing else ""
-        raise ValueError(f"{output.path} is not complete: {done} of {texts} texts are finished{first} "
-                         "(rerun embed to finish it, or read_shards(..., partial=True) for the finished rows with a mask)")
-    vectors = np.zeros((texts, dimension), np.float32) if partial else None
-    mask = np.zeros(texts, dtype=bool)
-    ids: list[int | str | None] = [None] * texts if partial else []
-    blocks = []
-    for index in sorted(listed):
-        entry = listed[index]
-        path = _entry_path(output, entry)
-        if not path.is_file() or sha256_file(path) != entry["sha256"]:
-            raise ValueError(f"{path} is missing or does not match its manifest checksum; rerun embed to rewrite it")
-        shard_ids, shard_vectors = read_shard(path)
-        if len(shard_ids) != entry["rows"] or shard_vectors.shape != (entry["rows"], dimension):
-            raise ValueError(f"{path} holds {len(shard_ids)} rows; its manifest entry lists {entry['rows']} "
-                             f"(of dimension {dimension}): the manifest is not this folder's")
-        start = index * shard_size
-        if partial:
-            ids[start:start + len(shard_ids)] = shard_ids
-            vectors[start:start + len(shard_ids)] = shard_vectors
-            mask[start:start + len(shard_ids)] = True
-        else:
-            ids += shard_ids
-            blocks.append(shard_vectors)
-    if partial:
-        return ids, vectors, mask
-    return ids, np.ascontiguousarray(np.vstack(blocks) if blocks else np.zeros((0, dimension), np.float32), dtype=np.float32)
+    return listed
+
+
+def _checked_shard(output: OutputFolder, entry: dict, dimension: int) -> tuple[list, np.ndarray]:
+    """A listed shard's ids and vectors, after checking its file against the manifest's checksum and rows."""
+    path = _entry_path(output, entry)
+    if not path.is_file() or sha256_file(path) != entry["sha256"]:
+        raise ValueError(f"{path} is missing or does not match its manifest checksum; rerun embed to rewrite it")
+    shard_ids, shard_vectors = read_shard(path)
+    if len(shard_ids) != entry["rows"] or shard_vectors.shape != (entry["rows"], dimension):
+        raise ValueError(f"{path} holds {len(shard_ids)} rows; its manifest entry lists {entry['rows']} "
+                         f"(of dimension {dimension}): the manifest is not this folder's")
+    return shard_ids, shard_vectors

@@ -25,8 +25,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
-from embedlab.data import DataFormatError, datasets
-from embedlab.data.datasets import LabelledPairs, LabelledTexts
+from embedlab.data import DataFormatError
+from embedlab.data.containers import LabelledPairs, LabelledTexts
+from embedlab.data.paraphrase import mrpc
+from embedlab.data.senteval import senteval_binary, sst, trec
+from embedlab.data.sts import sick_entailment
+from embedlab.data.user_files import load_labelled_texts
 from embedlab.evaluation.base import Method, Metric, Task, solver_threads
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import embed
@@ -136,7 +140,7 @@ class ClassificationTask(Task):
         self.check(method)
         name, seed = self.dataset, self.seed
         if self.path is not None or name in CV_SETS:
-            data = datasets.load_labelled_texts(self.path) if self.path else datasets.senteval_binary(name)
+            data = load_labelled_texts(self.path) if self.path else senteval_binary(name)
             (whole,) = self._texts(method, [data])
             try:
                 dev, test = nested_cv_accuracy(whole.x, whole.y, folds=self.folds, inner_folds=self.inner_folds, seed=seed)
@@ -146,20 +150,20 @@ class ClassificationTask(Task):
                                       f"nested {self.folds}x{self.inner_folds}-fold cross-validation ({error})") from None
             n, protocol = len(data), f"{self.folds}-fold"
         elif name == "trec":
-            train, test_split = self._texts(method, [datasets.trec("train"), datasets.trec("test")])
+            train, test_split = self._texts(method, [trec("train"), trec("test")])
             dev, test = kfold_accuracy(train.x, train.y, test_split.x, test_split.y, folds=self.folds, seed=seed)
             n, protocol = test_split.y.size, "test"
         elif name == "mrpc":
-            train, test_split = self._pairs(method, [datasets.mrpc("train"), datasets.mrpc("test")])
+            train, test_split = self._pairs(method, [mrpc("train"), mrpc("test")])
             dev, test = kfold_accuracy(train.x, train.y, test_split.x, test_split.y, folds=self.folds, seed=seed)
             n, protocol = test_split.y.size, "test"
         else:
             if name == "sick-e":
                 train, dev_split, test_split = self._pairs(
-                    method, [datasets.sick_entailment(s) for s in ("train", "trial", "test")])
+                    method, [sick_entailment(s) for s in ("train", "trial", "test")])
             else:
                 fine = name == "sst5"
-                train, dev_split, test_split = self._texts(method, [datasets.sst(fine, s) for s in ("train", "dev", "test")])
+                train, dev_split, test_split = self._texts(method, [sst(fine, s) for s in ("train", "dev", "test")])
             dev, test = split_accuracy(train.x, train.y, dev_split.x, dev_split.y, test_split.x, test_split.y, seed=seed)
             n, protocol = test_split.y.size, "test"
         # The protocol selects on SentEval's rounded percentages; records hold fractions (the unit convention).

@@ -9,8 +9,9 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
 
-from embedlab.data import datasets
-from embedlab.data.datasets import LabelledTexts
+from embedlab.data.clustering import CLUSTERING_CLASSES, clustering_set
+from embedlab.data.containers import LabelledTexts
+from embedlab.data.user_files import load_labelled_texts
 from embedlab.evaluation.base import Method, Metric, Task, solver_threads
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import embed
@@ -60,11 +61,11 @@ class ClusteringTask(Task):
     def __init__(self, dataset: str, *, path: str | None = None, runs: int = 10, seed: int = 0) -> None:
         super().__init__(dataset)
         self.path, self.runs, self.seed = path, runs, seed
-        if path is None and dataset not in datasets.CLUSTERING_CLASSES:
-            raise ValueError(f"unknown clustering dataset {dataset!r}; expected one of {', '.join(datasets.CLUSTERING_CLASSES)}")
+        if path is None and dataset not in CLUSTERING_CLASSES:
+            raise ValueError(f"unknown clustering dataset {dataset!r}; expected one of {', '.join(CLUSTERING_CLASSES)}")
 
     def load(self) -> LabelledTexts:
-        return datasets.load_labelled_texts(self.path) if self.path else datasets.clustering_set(self.dataset)
+        return load_labelled_texts(self.path) if self.path else clustering_set(self.dataset)
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from embedlab.data import datasets
+from embedlab.data.sts import stsb
+from embedlab.data.summeval import SUMMEVAL_ASPECTS, summeval
+from embedlab.data.user_files import load_scored_pairs
 from embedlab.evaluation.base import CORRELATION_METRICS, Method, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import check_product, pair_scores, product_subset
@@ -40,15 +42,15 @@ class CorrelationsTask(Task):
     def run(self, method: Method) -> list[Record]:
         self.check(method)
         if self.dataset == "summeval" and self.path is None:
-            items = datasets.summeval()
+            items = summeval()
             products = pair_scores(method, [i.article for i in items], [i.summary for i in items], self.product)
             records = []
-            for aspect in datasets.SUMMEVAL_ASPECTS:
+            for aspect in SUMMEVAL_ASPECTS:
                 gold = np.array([i.scores[aspect] for i in items])
                 for metric, value in correlations(products, gold).items():
                     records.append(self.record(method, product_subset(aspect, self.product), metric, value, len(items)))
             return records
-        data = datasets.load_scored_pairs(self.path) if self.path is not None else datasets.stsb("test")
+        data = load_scored_pairs(self.path) if self.path is not None else stsb("test")
         products = pair_scores(method, data.first, data.second, self.product)
         subset = product_subset("similarity" if self.path is None else "score", self.product)
         return [self.record(method, subset, metric, value, len(data))

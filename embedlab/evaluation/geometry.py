@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from embedlab.data import datasets
+from embedlab.data.sts import stsb
+from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.evaluation.base import Method, Metric, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import Encoded, unit_rows
@@ -81,7 +82,7 @@ class IsotropyTask(Task):
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)
-        sentences = datasets.wikitext2_sentences(self.split)
+        sentences = wikitext2_sentences(self.split)
         encoded = Encoded(method, sentences)
         return [self.record(method, self.split, "isoscore", isoscore(encoded.vectors), len(encoded.texts))]
 
@@ -105,7 +106,7 @@ class AlignmentTask(Task):
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)
-        data = datasets.stsb("train")
+        data = stsb("train")
         encoded = Encoded(method, data.first, data.second)
         vectors, texts = encoded.vectors, encoded.texts
         positive = np.flatnonzero(data.scores == 5.0)

@@ -12,11 +12,54 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embedlab.data import datasets
-from embedlab.data.datasets import SimilarPairs
+from embedlab.data.containers import LabelledPairs
+from embedlab.data.paraphrase import mrpc_glue_train, paws_wiki, qqp
+from embedlab.data.sts import stsb
+from embedlab.data.user_files import load_scored_pairs
 from embedlab.evaluation.base import ERROR_COUNT_METRICS, Method, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import check_product, pair_scores, product_subset
+
+
+# -- the shared similar / non-similar pair sets (neural-embeddings paper §3.3) -----------------------
+
+
+@dataclass(frozen=True)
+class SimilarPairs:
+    """Pairs labelled similar and pairs labelled non-similar (neural-embeddings paper §3.3)."""
+
+    name: str
+    similar: list[tuple[str, str]]
+    different: list[tuple[str, str]]
+
+
+def pairs_mrpc() -> SimilarPairs:
+    """MRPC GLUE train: 2,474 paraphrase pairs vs 1,194 non-paraphrase pairs."""
+    data = mrpc_glue_train()
+    pairs = data.pairs()
+    return SimilarPairs("mrpc", [p for p, l in zip(pairs, data.labels) if l == 1],
+                        [p for p, l in zip(pairs, data.labels) if l == 0])
+
+
+def pairs_sts() -> SimilarPairs:
+    """STS-B test: score ≥ 4 (338 pairs) vs score ≤ 2 (534 pairs)."""
+    data = stsb("test")
+    pairs = data.pairs()
+    return SimilarPairs("sts", [p for p, s in zip(pairs, data.scores) if s >= 4.0],
+                        [p for p, s in zip(pairs, data.scores) if s <= 2.0])
+
+
+def _labelled_similar_pairs(data: LabelledPairs) -> SimilarPairs:
+    pairs = data.pairs()
+    return SimilarPairs(data.name, [p for p, l in zip(pairs, data.labels) if l == 1],
+                        [p for p, l in zip(pairs, data.labels) if l == 0])
+
+
+PAIR_SETS = {
+    "mrpc": pairs_mrpc, "sts": pairs_sts,
+    "paws": lambda: _labelled_similar_pairs(paws_wiki("test")),
+    "qqp": lambda: _labelled_similar_pairs(qqp()),
+}
 
 
 @dataclass(frozen=True)
@@ -60,13 +103,13 @@ class PairsTask(Task):
         super().__init__(dataset)
         self.path = path
         self.product = check_product(product)
-        if path is None and dataset not in datasets.PAIR_SETS:
-            raise ValueError(f"unknown pairs dataset {dataset!r}; expected one of {', '.join(datasets.PAIR_SETS)}")
+        if path is None and dataset not in PAIR_SETS:
+            raise ValueError(f"unknown pairs dataset {dataset!r}; expected one of {', '.join(PAIR_SETS)}")
 
     def load(self) -> SimilarPairs:
         if self.path is None:
-            return datasets.PAIR_SETS[self.dataset]()
-        scored = datasets.load_scored_pairs(self.path)
+            return PAIR_SETS[self.dataset]()
+        scored = load_scored_pairs(self.path)
         labels = set(np.unique(scored.scores).tolist())
         if not labels <= {0.0, 1.0}:
             raise ValueError(f"{self.path}: pairs need labels 0 (non-similar) and 1 (similar), found {sorted(labels)[:5]}")

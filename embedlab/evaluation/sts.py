@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from embedlab.data import datasets
-from embedlab.data.datasets import ScoredPairs
+from embedlab.data.containers import ScoredPairs
+from embedlab.data.sts import sick_relatedness, sts_year, stsb
+from embedlab.data.user_files import load_scored_pairs
 from embedlab.evaluation.base import CORRELATION_METRICS, Method, Metric, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import PairScorer
@@ -55,12 +56,12 @@ class STSTask(Task):
 
     def load(self) -> list[ScoredPairs]:
         if self.path is not None:
-            return [datasets.load_scored_pairs(self.path)]
+            return [load_scored_pairs(self.path)]
         if self.dataset == "stsb":
-            return [datasets.stsb("test")]
+            return [stsb("test")]
         if self.dataset == "sick-r":
-            return [datasets.sick_relatedness("test")]
-        return datasets.sts_year(self.dataset)
+            return [sick_relatedness("test")]
+        return sts_year(self.dataset)
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)

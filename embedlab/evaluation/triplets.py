@@ -19,13 +19,86 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embedlab.data import datasets
-from embedlab.data.datasets import GroupedTexts
+from embedlab.data.containers import GroupedTexts, grouped
+from embedlab.data.paraphrase import mrpc_glue_train
+from embedlab.data.sts import stsb
+from embedlab.data.summeval import first_per_article, summeval
+from embedlab.data.user_files import load_grouped_texts
 from embedlab.evaluation.base import ERROR_COUNT_METRICS, Method, Metric, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import check_product, embed, product_rows, product_subset
 
 _BLOCK = 256  # anchors per matrix product: bounds memory at 256 × n float64
+
+
+# -- the shared groupings (neural-embeddings paper §3.2) ---------------------------------------------
+
+
+def triplets_mrpc() -> GroupedTexts:
+    """GLUE-train MRPC positive pairs, one group of two sentences per pair (2,474 groups)."""
+    data = mrpc_glue_train()
+    texts, groups = [], []
+    for index in np.flatnonzero(data.labels == 1):
+        texts += [data.first[index], data.second[index]]
+        groups += [int(index), int(index)]
+    return grouped("mrpc", texts, groups)
+
+
+def triplets_sts() -> GroupedTexts:
+    """STS-B test pairs with score ≥ 4, one group of two sentences per pair (338 groups)."""
+    data = stsb("test")
+    texts, groups = [], []
+    for index in np.flatnonzero(data.scores >= 4.0):
+        texts += [data.first[index], data.second[index]]
+        groups += [int(index), int(index)]
+    return grouped("sts", texts, groups)
+
+
+def triplets_summ_g() -> GroupedTexts:
+    """SummEval system summaries grouped by article (100 groups of 16 here; 17 in the paper)."""
+    items = summeval()
+    return grouped("summ-g", [i.summary for i in items], [i.doc_id for i in items])
+
+
+def triplets_summ_r() -> GroupedTexts:
+    """SummEval reference summaries grouped by article (100 groups of 11)."""
+    texts, groups = [], []
+    for doc_id, item in first_per_article(summeval()).items():
+        texts += item.references
+        groups += [doc_id] * len(item.references)
+    return grouped("summ-r", texts, groups)
+
+
+def _text_summ(name: str, references: bool) -> GroupedTexts:
+    items = summeval()
+    articles = first_per_article(items)
+    texts = [item.article for item in articles.values()]
+    groups: list = list(articles)
+    if references:
+        for doc_id, item in articles.items():
+            texts += item.references
+            groups += [doc_id] * len(item.references)
+    else:
+        texts += [item.summary for item in items]
+        groups += [item.doc_id for item in items]
+    is_article = [index < len(articles) for index in range(len(texts))]
+    return grouped(name, texts, groups, anchors=is_article, candidates=[not a for a in is_article])
+
+
+def triplets_text_summ_g() -> GroupedTexts:
+    """Articles as anchors only, their system summaries as positives, other articles' summaries as negatives."""
+    return _text_summ("text-summ-g", references=False)
+
+
+def triplets_text_summ_r() -> GroupedTexts:
+    """As text-summ-g with the human reference summaries."""
+    return _text_summ("text-summ-r", references=True)
+
+
+TRIPLET_SETS = {
+    "mrpc": triplets_mrpc, "sts": triplets_sts, "summ-g": triplets_summ_g, "summ-r": triplets_summ_r,
+    "text-summ-g": triplets_text_summ_g, "text-summ-r": triplets_text_summ_r,
+}
 
 
 @dataclass(frozen=True)
@@ -151,13 +224,13 @@ class TripletsTask(Task):
         self.path = path
         self.layout = layout if path is not None else "column"  # how a user file lists its groups
         self.product = check_product(product)
-        if path is None and dataset not in datasets.TRIPLET_SETS:
-            raise ValueError(f"unknown triplet dataset {dataset!r}; expected one of {', '.join(datasets.TRIPLET_SETS)}")
+        if path is None and dataset not in TRIPLET_SETS:
+            raise ValueError(f"unknown triplet dataset {dataset!r}; expected one of {', '.join(TRIPLET_SETS)}")
 
     def load(self) -> GroupedTexts:
         if self.path is not None:
-            return datasets.load_grouped_texts(self.path, self.layout)
-        return datasets.TRIPLET_SETS[self.dataset]()
+            return load_grouped_texts(self.path, self.layout)
+        return TRIPLET_SETS[self.dataset]()
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)

@@ -360,7 +360,7 @@ def build_baselines(model: LoadedModel, layers: Sequence[int], batch_size: int =
     layer's record, with its provenance, goes to the cache entry :func:`check_baseline_source` looks for."""
     from embedlab.data.wikitext import wikitext2_file
     from embedlab.runtime import token_states_uncached
-    from embedlab.tokens.states import store_for
+    from embedlab.tokens.store import store_for
 
     layers = tuple(resolve_layer(model, layer) for layer in layers)
     sentences = baseline_sentences(model)

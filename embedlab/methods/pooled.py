@@ -38,7 +38,7 @@ from embedlab.pooling.static_folders import StaticModelFolder, load_static_model
 from embedlab.pooling.weights import FILTERS, excluded_vocabulary
 from embedlab.runtime import ArrayStore, atomic_write_bytes, cache_key
 from embedlab.spec import POOLED, MethodSpec, Option, finite_number, whole_number
-from embedlab.tokens.states import check_max_tokens
+from embedlab.tokens.forward import check_max_tokens
 from embedlab.tokens.templates import NO_MASK_ALTERNATIVES, TEMPLATE_NAMES, get_templates, needs_mask_token
 
 # ·^W post-processing is fitted on this many WikiText-2 train sentences (a seeded sample).

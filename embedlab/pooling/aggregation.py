@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from embedlab.tokens.states import TokenStates
+from embedlab.tokens.entry import TokenStates
 
 AGGREGATIONS = ("mean", "cls", "max", "mask", "mean-no-mask", "last")
 

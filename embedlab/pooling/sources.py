@@ -35,7 +35,8 @@ from embedlab.pooling.aggregation import FlatTokens
 from embedlab.pooling.static import avg_tables, distilled_table, model_random_table
 from embedlab.pooling.static_folders import StaticModelFolder
 from embedlab.runtime import memo
-from embedlab.tokens.states import TokenStates, store_for
+from embedlab.tokens.entry import TokenStates
+from embedlab.tokens.store import store_for
 from embedlab.tokens.templates import Template
 
 _LAYOUTS = memo("token layouts", maxsize=1)

@@ -27,7 +27,7 @@ from embedlab.data.wikitext import wikitext2_paragraphs
 from embedlab.models import LoadedModel
 from embedlab.runtime import ArrayStore, memo
 from embedlab.runtime.progress import progress_bar
-from embedlab.tokens.states import TokenStateStore
+from embedlab.tokens.store import TokenStateStore
 
 
 _AVG_TABLES = memo("avg tables", maxsize=1)

@@ -11,7 +11,7 @@ tools embedlab honours); everything else asks a function here.
 * Memory cache: ``configure(memory_cache_bytes=...)`` bounds the in-process token-state cache (256 MiB).
 * Token-state layers kept: ``configure(cache_layers=...)``, else ``$EMBEDLAB_CACHE_LAYERS``: ``spec`` (the
   default: only the layers a method reads) or ``all`` (what a research grid asks for, see
-  :mod:`embedlab.tokens.states`).
+  :mod:`embedlab.tokens.store`).
 * Whether model runs store token states: on, unless a caller's block says :func:`token_states_uncached`
   (a context variable: it holds for that thread or task only) or a process turned it off for good
   (:func:`set_token_state_storing`, a Ray actor that only embeds corpora).

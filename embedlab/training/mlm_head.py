@@ -206,7 +206,6 @@ def train_head(
     so an interrupted run resumes where it stopped and ends with the same head. ``show_progress``: None
     draws the bars when stderr is a terminal (see :func:`embedlab.runtime.show_progress`).
     """
-
     torch.set_num_threads(config.threads)
     masked_lm = load_masked_lm(config.model, head="untrained")
     model_config = masked_lm.model.config
@@ -220,56 +219,19 @@ def train_head(
     untrained_accuracy = head_accuracy(head, valid_hidden, valid_labels)
     log(f"untrained head: valid top-1 {untrained_accuracy[0]:.4f}, top-5 {untrained_accuracy[1]:.4f}")
 
-    decayed = [head.dense_weight]
-    not_decayed = [head.dense_bias, head.norm_weight, head.norm_bias, head.output_bias]
-    optimizer = torch.optim.AdamW(
-        [{"params": decayed, "weight_decay": config.weight_decay}, {"params": not_decayed, "weight_decay": 0.0}],
-        lr=config.learning_rate,
-    )
     steps_per_epoch = math.ceil(len(train_labels) / config.batch_size)
-    total_steps = steps_per_epoch * config.epochs
-    # Linear warm-up over 5% of the steps, then cosine decay to zero: a stable, standard schedule.
-    warmup = max(1, total_steps // 20)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer,
-        lambda step: (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total_steps - warmup))),
-    )
-    history: list[dict] = []
-    start_epoch = 0
-    checkpoint = _checkpoint_path(checkpoint_dir, config) if checkpoint_dir else None
-    if checkpoint_dir:
-        checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    if checkpoint and checkpoint.exists():
-        start_epoch, history = _restore_checkpoint(checkpoint, head, optimizer, config)
-        with warnings.catch_warnings():  # stepping the schedule alone is the point here
-            warnings.simplefilter("ignore", UserWarning)
-            for _ in range(start_epoch * steps_per_epoch):  # replay the schedule to where it stopped
-                scheduler.step()
-        log(f"resumed from {checkpoint} after epoch {start_epoch}")
-
+    optimizer, scheduler = _optimizer_and_schedule(head, config, steps_per_epoch)
+    checkpoint, start_epoch, history = _resume(checkpoint_dir, config, head, optimizer, scheduler, steps_per_epoch, log)
     for epoch in range(start_epoch, config.epochs):
-        order = torch.randperm(len(train_labels), generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
-        running = 0.0
         started = time.perf_counter()
-        progress = runtime.progress_bar(range(steps_per_epoch), desc=f"head epoch {epoch + 1}/{config.epochs}", disable=not runtime.show_progress(show_progress))
-        for step in progress:
-            chosen = order[step * config.batch_size : (step + 1) * config.batch_size]
-            logits = head(train_hidden[chosen])
-            loss = torch.nn.functional.cross_entropy(logits, train_labels[chosen])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            running += float(loss.detach())
-            if step % 20 == 0:
-                progress.set_postfix(loss=f"{running / (step + 1):.3f}")
+        train_loss = _train_epoch(head, optimizer, scheduler, train_hidden, train_labels, config, epoch, show_progress)
         accuracy = head_accuracy(head, valid_hidden, valid_labels)
         history.append(
-            {"epoch": epoch + 1, "train_loss": running / steps_per_epoch, "valid_top1": accuracy[0], "valid_top5": accuracy[1], "seconds": time.perf_counter() - started}
+            {"epoch": epoch + 1, "train_loss": train_loss, "valid_top1": accuracy[0], "valid_top5": accuracy[1], "seconds": time.perf_counter() - started}
         )
         if checkpoint:
             _write_checkpoint(checkpoint, head, optimizer, config, epoch + 1, history)
-        log(f"epoch {epoch + 1}: train loss {running / steps_per_epoch:.4f}, valid top-1 {accuracy[0]:.4f}, top-5 {accuracy[1]:.4f}")
+        log(f"epoch {epoch + 1}: train loss {train_loss:.4f}, valid top-1 {accuracy[0]:.4f}, top-5 {accuracy[1]:.4f}")
 
     trained_accuracy = head_accuracy(head, valid_hidden, valid_labels)
     metadata = {
@@ -286,6 +248,67 @@ def train_head(
         "torch": torch.__version__,
     }
     return HeadTrainingResult(head.tensors(), metadata, untrained_accuracy, trained_accuracy, history)
+
+
+def _optimizer_and_schedule(head: HeadModule, config: HeadTrainingConfig, steps_per_epoch: int,
+                            ) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW (weight decay on the dense weight only) and its learning-rate schedule over every epoch."""
+    decayed = [head.dense_weight]
+    not_decayed = [head.dense_bias, head.norm_weight, head.norm_bias, head.output_bias]
+    optimizer = torch.optim.AdamW(
+        [{"params": decayed, "weight_decay": config.weight_decay}, {"params": not_decayed, "weight_decay": 0.0}],
+        lr=config.learning_rate,
+    )
+    total_steps = steps_per_epoch * config.epochs
+    # Linear warm-up over 5% of the steps, then cosine decay to zero: a stable, standard schedule.
+    warmup = max(1, total_steps // 20)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer,
+        lambda step: (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total_steps - warmup))),
+    )
+    return optimizer, scheduler
+
+
+def _resume(checkpoint_dir: Path | None, config: HeadTrainingConfig, head: HeadModule, optimizer: torch.optim.AdamW,
+            scheduler: torch.optim.lr_scheduler.LambdaLR, steps_per_epoch: int, log: Callable[[str], None],
+            ) -> tuple[Path | None, int, list[dict]]:
+    """(checkpoint path or None, first epoch to run, history so far): a checkpoint found is restored into
+    ``head`` and ``optimizer``, and the schedule replayed to where it stopped."""
+    history: list[dict] = []
+    start_epoch = 0
+    checkpoint = _checkpoint_path(checkpoint_dir, config) if checkpoint_dir else None
+    if checkpoint_dir:
+        checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    if checkpoint and checkpoint.exists():
+        start_epoch, history = _restore_checkpoint(checkpoint, head, optimizer, config)
+        with warnings.catch_warnings():  # stepping the schedule alone is the point here
+            warnings.simplefilter("ignore", UserWarning)
+            for _ in range(start_epoch * steps_per_epoch):  # replay the schedule to where it stopped
+                scheduler.step()
+        log(f"resumed from {checkpoint} after epoch {start_epoch}")
+    return checkpoint, start_epoch, history
+
+
+def _train_epoch(head: HeadModule, optimizer: torch.optim.AdamW, scheduler: torch.optim.lr_scheduler.LambdaLR,
+                 train_hidden: torch.Tensor, train_labels: torch.Tensor, config: HeadTrainingConfig, epoch: int,
+                 show_progress: bool | None) -> float:
+    """One epoch over the training positions in this epoch's seeded order; returns the mean training loss."""
+    steps_per_epoch = math.ceil(len(train_labels) / config.batch_size)
+    order = torch.randperm(len(train_labels), generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
+    running = 0.0
+    progress = runtime.progress_bar(range(steps_per_epoch), desc=f"head epoch {epoch + 1}/{config.epochs}", disable=not runtime.show_progress(show_progress))
+    for step in progress:
+        chosen = order[step * config.batch_size : (step + 1) * config.batch_size]
+        logits = head(train_hidden[chosen])
+        loss = torch.nn.functional.cross_entropy(logits, train_labels[chosen])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        running += float(loss.detach())
+        if step % 20 == 0:
+            progress.set_postfix(loss=f"{running / (step + 1):.3f}")
+    return running / steps_per_epoch
 
 
 def save_head(result: HeadTrainingResult, out: Path) -> None:

@@ -6,7 +6,7 @@ import pytest
 from embedlab import runtime
 from embedlab.cli.app import main
 from embedlab.runtime import ArrayStore
-from embedlab.tokens.states import TokenStateStore
+from embedlab.tokens.store import TokenStateStore
 
 
 @pytest.fixture

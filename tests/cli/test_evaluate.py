@@ -96,7 +96,7 @@ def test_bad_task_selection_is_a_clear_error(capsys) -> None:
 
 
 def test_triplet_intersection_records(files, tmp_path: Path) -> None:
-    from embedlab.data.datasets import load_grouped_texts
+    from embedlab.data.user_files import load_grouped_texts
     from embedlab.evaluation.triplets import broken_intersection, intersection_ratio
 
     db = ResultsDB(tmp_path / "i.sqlite")

@@ -38,7 +38,7 @@ def test_a_model_with_only_encode_gets_a_spec_and_fingerprint() -> None:
 
 
 def test_a_sentence_transformer_evaluates_like_st_minilm(tmp_path: Path) -> None:
-    from embedlab.data.datasets import stsb
+    from embedlab.data.sts import stsb
 
     data = stsb("test")
     rows = "\n".join(f"{a}\t{b}\t{s}" for a, b, s in list(zip(data.first, data.second, data.scores))[:60])

@@ -9,16 +9,16 @@ import pytest
 from fakes import FakeMethod
 from scipy import stats
 
-from embedlab.data import datasets
+from embedlab.data import summeval
 from embedlab.evaluation.correlations import CorrelationsTask
 
 
 def test_summeval_products_vs_expert_scores() -> None:
     method = FakeMethod(dim=4)
     records = CorrelationsTask("summeval").run(method)
-    assert {r.subset for r in records} == set(datasets.SUMMEVAL_ASPECTS)
+    assert {r.subset for r in records} == set(summeval.SUMMEVAL_ASPECTS)
     assert all(r.n == 1600 for r in records)
-    items = datasets.summeval()
+    items = summeval.summeval()
     unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
     products = np.array([unit(method.vector(i.article)) @ unit(method.vector(i.summary)) for i in items])
     gold = np.array([i.scores["relevance"] for i in items])

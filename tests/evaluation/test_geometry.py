@@ -51,12 +51,12 @@ def test_uniformity_hand_computed() -> None:
 
 
 def test_alignment_task_on_stsb_train() -> None:
-    from embedlab.data import datasets
+    from embedlab.data import sts
     from embedlab.evaluation.geometry import AlignmentTask
 
     method = FakeMethod(dim=3)
     records = {r.metric: r for r in AlignmentTask().run(method)}
-    data = datasets.stsb("train")
+    data = sts.stsb("train")
     positives = int(np.sum(data.scores == 5.0))
     assert records["alignment"].n == positives > 0
     assert records["uniformity"].n == len(set(data.first) | set(data.second))

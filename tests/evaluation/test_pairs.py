@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from fakes import FakeMethod
 
-from embedlab.data.datasets import pairs_sts
 from embedlab.evaluation.base import NotApplicableError
+from embedlab.evaluation.pairs import pairs_sts
 from embedlab.evaluation.pairs import PairsTask, count_wrong_tuples
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from fakes import FakeMethod, minilm_method  # noqa: F401 (fixture)
 
-from embedlab.data.datasets import ScoredPairs
+from embedlab.data.containers import ScoredPairs
 from embedlab.evaluation import sts
 from embedlab.evaluation.scoring import unit_rows
 from embedlab.evaluation.sts import STSTask, correlations
@@ -69,7 +69,7 @@ def test_pairwise_method_uses_similarity_pairs(tmp_path: Path) -> None:
 
 def test_minilm_on_stsb_slice(minilm_method, tmp_path: Path) -> None:  # noqa: F811 (the fixture)
     """Real model on 80 STS-B test pairs: the harness gives scipy's Spearman of sentence-transformers' cosines."""
-    from embedlab.data.datasets import stsb
+    from embedlab.data.sts import stsb
 
     data = stsb("test")
     rows = "\n".join(f"{a}\t{b}\t{s}" for a, b, s in list(zip(data.first, data.second, data.scores))[:80])

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from fakes import FakeMethod
 
-from embedlab.data.datasets import GroupedTexts, grouped, triplets_mrpc, triplets_sts, triplets_text_summ_g
+from embedlab.data.containers import GroupedTexts, grouped
 from embedlab.evaluation.base import NotApplicableError
 from embedlab.evaluation.scoring import unit_rows
+from embedlab.evaluation.triplets import triplets_mrpc, triplets_sts, triplets_text_summ_g
 from embedlab.evaluation.triplets import TripletsTask, broken_intersection, count_triplets, intersection_ratio
 
 

@@ -31,7 +31,8 @@ from embedlab import runtime
 from embedlab.evaluation import scoring
 from embedlab.results.database import ResultsDB
 from embedlab.runtime import ArrayStore
-from embedlab.tokens.states import PackStore, TokenStateStore
+from embedlab.tokens.packs import PackStore
+from embedlab.tokens.store import TokenStateStore
 
 REPO_ROOT = Path(embedlab.__file__).resolve().parent.parent
 
@@ -202,7 +203,7 @@ def damage_first_entry(packs: PackStore, keys: list[str], how: str) -> None:
 def test_an_index_row_pointing_at_another_valid_entry_is_caught(fault, packed, minilm, caplog) -> None:
     texts, clean, packs, keys = packed
     (swap_offsets if fault == "swap-two-rows" else point_at_other)(packs, keys)
-    with caplog.at_level(logging.WARNING, logger="embedlab.tokens.states"):
+    with caplog.at_level(logging.WARNING, logger="embedlab.tokens.packs"):
         again = recomputed_states(minilm, texts)
     assert "another key" in caplog.text and str(packs.folder) in caplog.text
     assert_states_close(again, clean)
@@ -212,7 +213,7 @@ def test_an_index_row_pointing_at_another_valid_entry_is_caught(fault, packed, m
 def test_a_damaged_pack_entry_is_recomputed(how, packed, minilm, caplog) -> None:
     texts, clean, packs, keys = packed
     damage_first_entry(packs, keys, how)
-    with caplog.at_level(logging.WARNING, logger="embedlab.tokens.states"):
+    with caplog.at_level(logging.WARNING, logger="embedlab.tokens.packs"):
         again = recomputed_states(minilm, texts)
     assert keys[0][:16] in caplog.text and ".pack" in caplog.text
     assert_states_close(again, clean)
@@ -222,7 +223,7 @@ def test_a_truncated_pack_is_recomputed(packed, minilm, caplog) -> None:
     texts, clean, packs, keys = packed
     [pack] = packs.folder.glob("*.pack")
     truncate_half(pack)
-    with caplog.at_level(logging.WARNING, logger="embedlab.tokens.states"):
+    with caplog.at_level(logging.WARNING, logger="embedlab.tokens.packs"):
         again = recomputed_states(minilm, texts)
     assert "truncated" in caplog.text and pack.name in caplog.text
     assert_states_close(again, clean)
@@ -361,7 +362,7 @@ WRITER = textwrap.dedent("""
         runtime.ArrayStore("eval").save("entry", np.arange(100000, dtype=np.float32))
     else:
         from embedlab.models import load_model
-        from embedlab.tokens.states import TokenStateStore
+        from embedlab.tokens.store import TokenStateStore
         TokenStateStore(load_model("minilm")).compute(["A man is playing a guitar."])
 """)
 
@@ -424,7 +425,7 @@ CONCURRENT = textwrap.dedent("""
     import sys
     import numpy as np
     from embedlab.models import load_model
-    from embedlab.tokens.states import TokenStateStore
+    from embedlab.tokens.store import TokenStateStore
     from embedlab import runtime
     texts = sys.argv[1:]
     states = TokenStateStore(load_model("minilm")).compute(texts)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 
-from embedlab.data import DataFormatError, datasets, unicode_problem
+from embedlab.data import DataFormatError, unicode_problem, user_files
 from embedlab.evaluation import evaluate, parse_tasks
 from embedlab.results.database import ResultsDB
 
@@ -36,7 +36,7 @@ def test_a_scored_pair_text_that_is_not_a_string_names_file_and_line(tmp_path, v
     file = _write(tmp_path, "pairs.jsonl", '{"text1": "a", "text2": "b", "score": 1}\n'
                                            f'{{"text1": {value}, "text2": "c", "score": 2}}\n')
     with pytest.raises(DataFormatError, match=rf"pairs.jsonl, line 2: text1 must be a string, found {found}"):
-        datasets.load_scored_pairs(file)
+        user_files.load_scored_pairs(file)
 
 
 @pytest.mark.parametrize("value, found", [("null", "null"), ("true", "a boolean"), ('"high"', None)])
@@ -44,33 +44,33 @@ def test_a_json_score_that_is_not_a_number_names_file_and_line(tmp_path, value, 
     file = _write(tmp_path, "pairs.jsonl", f'{{"text1": "a", "text2": "b", "score": {value}}}\n')
     expected = f"score must be a number, found {found}" if found else "score 'high' is not a number"
     with pytest.raises(DataFormatError, match=rf"pairs.jsonl, line 1: {expected}"):
-        datasets.load_scored_pairs(file)
+        user_files.load_scored_pairs(file)
 
 
 def test_a_json_nan_score_is_refused(tmp_path) -> None:
     file = _write(tmp_path, "pairs.jsonl", '{"text1": "a", "text2": "b", "score": NaN}\n')
     with pytest.raises(DataFormatError, match=r"pairs.jsonl, line 1: score 'nan' is not finite"):
-        datasets.load_scored_pairs(file)
+        user_files.load_scored_pairs(file)
 
 
 def test_labelled_and_grouped_json_texts_must_be_strings(tmp_path) -> None:
     labelled = _write(tmp_path, "labels.jsonl", '{"text": "a", "label": 1}\n{"text": 7, "label": 0}\n')
     with pytest.raises(DataFormatError, match=r"labels.jsonl, line 2: text must be a string, found a number"):
-        datasets.load_labelled_texts(labelled)
+        user_files.load_labelled_texts(labelled)
     no_label = _write(tmp_path, "nolabel.jsonl", '{"text": "a", "label": null}\n')
     with pytest.raises(DataFormatError, match=r"nolabel.jsonl, line 1: label must be a string or a whole number, found null"):
-        datasets.load_labelled_texts(no_label)
+        user_files.load_labelled_texts(no_label)
     column = _write(tmp_path, "groups.jsonl", '{"group": 1, "text": "a"}\n{"group": 2, "text": null}\n')
     with pytest.raises(DataFormatError, match=r"groups.jsonl, line 2: text must be a string, found null"):
-        datasets.load_grouped_texts(column)
+        user_files.load_grouped_texts(column)
     lines = _write(tmp_path, "lines.jsonl", '["a", "b"]\n["c", 4]\n')
     with pytest.raises(DataFormatError, match=r"lines.jsonl, line 2: text 2 must be a string, found a number"):
-        datasets.load_grouped_texts(lines, layout="line")
+        user_files.load_grouped_texts(lines, layout="line")
 
 
 def test_whole_number_labels_in_json_are_kept_as_labels(tmp_path) -> None:
     file = _write(tmp_path, "labels.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0}\n{"text": "c", "label": 1}\n')
-    data = datasets.load_labelled_texts(file)
+    data = user_files.load_labelled_texts(file)
     assert data.label_names == ["0", "1"] and data.labels.tolist() == [1, 0, 1]
 
 
@@ -79,61 +79,61 @@ def test_whole_number_labels_in_json_are_kept_as_labels(tmp_path) -> None:
 def test_a_first_row_with_a_non_numeric_score_is_an_error_not_a_header(tmp_path) -> None:
     file = _write(tmp_path, "pairs.tsv", "first text\tsecond text\tsimilar\na\tb\t1\n")
     with pytest.raises(DataFormatError, match=r"pairs.tsv, line 1: score 'similar' is not a number"):
-        datasets.load_scored_pairs(file)
+        user_files.load_scored_pairs(file)
 
 
 @pytest.mark.parametrize("header", ["text1\ttext2\tscore", "TEXT1\tText2\tScore", " sentence1 \tsentence2\tsimilarity"])
 def test_a_header_of_the_column_names_is_recognised_case_insensitively(tmp_path, header) -> None:
     file = _write(tmp_path, "pairs.tsv", f"{header}\na\tb\t1.5\nc\td\t2\n")
-    data = datasets.load_scored_pairs(file)
+    data = user_files.load_scored_pairs(file)
     assert data.first == ["a", "c"] and data.second == ["b", "d"] and data.scores.tolist() == [1.5, 2.0]
 
 
 def test_a_header_may_list_the_columns_in_another_order(tmp_path) -> None:
     file = _write(tmp_path, "pairs.csv", "score,text2,text1\n1.5,b,a\n2,d,c\n")
-    data = datasets.load_scored_pairs(file)
+    data = user_files.load_scored_pairs(file)
     assert data.first == ["a", "c"] and data.second == ["b", "d"] and data.scores.tolist() == [1.5, 2.0]
 
 
 def test_a_header_row_later_in_the_file_is_a_bad_line(tmp_path) -> None:
     file = _write(tmp_path, "pairs.tsv", "a\tb\t1\ntext1\ttext2\tscore\n")
     with pytest.raises(DataFormatError, match=r"pairs.tsv, line 2: score 'score' is not a number"):
-        datasets.load_scored_pairs(file)
+        user_files.load_scored_pairs(file)
 
 
 def test_a_header_line_in_a_grouped_two_column_file_is_not_a_group(tmp_path) -> None:
     file = _write(tmp_path, "groups.tsv", "Group\tText\ng1\tx\ng2\ty\ng1\tz\n")
-    data = datasets.load_grouped_texts(file)
+    data = user_files.load_grouped_texts(file)
     assert data.texts == ["x", "y", "z"] and data.groups.tolist() == [0, 1, 0] and data.triplet_count() == 2
 
 
 def test_a_grouped_first_row_that_is_not_the_header_stays_data(tmp_path) -> None:
     file = _write(tmp_path, "groups.tsv", "group\tfirst text\ng2\ty\ngroup\tz\n")
-    data = datasets.load_grouped_texts(file)
+    data = user_files.load_grouped_texts(file)
     assert data.texts == ["first text", "y", "z"] and data.groups.tolist() == [0, 1, 0]
 
 
 def test_a_labelled_header_sets_the_column_order(tmp_path) -> None:
     file = _write(tmp_path, "labels.tsv", "TEXT\tLABEL\nhello\tgreet\nbye\tleave\n")
-    data = datasets.load_labelled_texts(file)
+    data = user_files.load_labelled_texts(file)
     assert data.texts == ["hello", "bye"] and data.label_names == ["greet", "leave"]
 
 
 def test_a_labelled_first_row_of_data_is_kept(tmp_path) -> None:
     file = _write(tmp_path, "labels.tsv", "positive\tgreat film\nnegative\tdull\n")
-    data = datasets.load_labelled_texts(file)
+    data = user_files.load_labelled_texts(file)
     assert data.texts == ["great film", "dull"] and data.label_names == ["negative", "positive"]
 
 
 def test_grouped_files_with_one_group_per_line_have_no_header(tmp_path) -> None:
     file = _write(tmp_path, "lines.tsv", "text\ttext\na\tb\n")
-    assert datasets.load_grouped_texts(file, layout="line").texts == ["text", "text", "a", "b"]
+    assert user_files.load_grouped_texts(file, layout="line").texts == ["text", "text", "a", "b"]
 
 
 def test_a_row_with_the_wrong_number_of_fields_names_the_line(tmp_path) -> None:
     file = _write(tmp_path, "pairs.tsv", "a\tb\t1\nc\td\n")
     with pytest.raises(DataFormatError, match=r"pairs.tsv, line 2: expected 3 fields \(text1, text2, score\), found 2"):
-        datasets.load_scored_pairs(file)
+        user_files.load_scored_pairs(file)
 
 
 # --- lone surrogates and paths that are not files (items 10, 11) ---------------------------------------
@@ -142,7 +142,7 @@ def test_a_lone_surrogate_in_a_json_text_names_line_and_character(tmp_path) -> N
     file = _write(tmp_path, "pairs.jsonl", '{"text1": "ok", "text2": "b", "score": 1}\n'
                                            '{"text1": "ok", "text2": "bad \\ud800", "score": 1}\n')
     with pytest.raises(DataFormatError, match=r"pairs.jsonl, line 2: text2 has a lone surrogate '\\ud800' at character 4"):
-        datasets.load_scored_pairs(file)
+        user_files.load_scored_pairs(file)
 
 
 def test_unicode_problem_accepts_any_valid_text() -> None:
@@ -152,7 +152,7 @@ def test_unicode_problem_accepts_any_valid_text() -> None:
 
 def test_a_folder_given_as_a_user_file_says_it_is_a_folder(tmp_path) -> None:
     with pytest.raises(IsADirectoryError):
-        datasets.load_scored_pairs(tmp_path)
+        user_files.load_scored_pairs(tmp_path)
     with pytest.raises(IsADirectoryError):
         parse_tasks(f"sts:@{tmp_path}")
 
@@ -193,7 +193,7 @@ def test_stored_results_of_one_file_are_never_served_for_another_of_the_same_nam
         run = evaluate([method], parse_tasks(f"triplets:@{file}"), db=db, log=lambda message: None)
         assert not run.reused
         totals.append(next(r.value for r in run.records if r.metric == "total"))
-        expected = datasets.load_grouped_texts(file).triplet_count()
+        expected = user_files.load_grouped_texts(file).triplet_count()
         assert totals[-1] == expected
     assert totals == [8 * 3 * 4, 12 * 3 * 8]  # anchors x positives x negatives of each file
     again = evaluate([method], parse_tasks(f"triplets:@{_groups_file(tmp_path / 'one', 2)}"), db=db, log=lambda m: None)

@@ -43,7 +43,7 @@ class LocalSTSB(AbsTaskSTS):
     max_score = 5
 
     def load_data(self, num_proc: int | None = None, **kwargs) -> None:
-        from embedlab.data.datasets import stsb
+        from embedlab.data.sts import stsb
 
         test = stsb("test")
         columns = {"sentence1": list(test.first), "sentence2": list(test.second), "score": test.scores.tolist()}

@@ -16,7 +16,7 @@ from bert_score import score as package_score
 import embedlab
 from embedlab.matching import bertscore as bertscore_module
 from embedlab.models import load_model, resolve_model_path
-from embedlab.tokens.states import TokenStateStore, store_for
+from embedlab.tokens.store import TokenStateStore, store_for
 from mlm_helpers import TOKENIZER_FILES
 
 PAIRS = 300

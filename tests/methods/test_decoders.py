@@ -65,7 +65,7 @@ def test_every_existing_option_still_runs_on_a_decoder(gpt2_folder, isolated_cac
 
 def test_context_averaged_tables_of_a_decoder_average_its_token_states(gpt2_folder, isolated_cache):
     from embedlab.pooling.static import context_averaged_tables
-    from embedlab.tokens.states import TokenStateStore
+    from embedlab.tokens.store import TokenStateStore
 
     model = load_model(gpt2_folder)
     tables = context_averaged_tables(model, TEXTS, show_progress_bar=False)[0]  # avg: and bert+avg on WikiText-2

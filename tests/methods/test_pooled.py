@@ -20,7 +20,7 @@ def test_truncate_equals_sentence_transformers_max_seq_length_on_summeval_articl
     """``truncate=256`` is sentence-transformers' own protocol (``max_seq_length=256``: each input cut at
     256 tokens) on real SummEval articles, which are longer than that; without it the articles are pooled
     whole (chunked), which is visibly another vector."""
-    from embedlab.data.datasets import summeval
+    from embedlab.data.summeval import summeval
 
     articles = sorted({item.article for item in summeval()}, key=len)[-3:]
     minilm = load_model("minilm")

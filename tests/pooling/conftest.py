@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from embedlab.tokens.states import TokenStates
+from embedlab.tokens.entry import TokenStates
 
 
 def _token_states(ids, chunk_ids=None, template_mask=None, layers=2, seed=0) -> TokenStates:

@@ -14,7 +14,7 @@ from embedlab.pooling.sources import (
     tokenized_texts,
 )
 from embedlab.pooling.static import random_token_table
-from embedlab.tokens.states import TokenStateStore
+from embedlab.tokens.store import TokenStateStore
 
 CLS, SEP, MASK = 101, 102, 103
 SPECIAL = np.array([CLS, SEP, MASK])

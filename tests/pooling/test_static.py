@@ -6,7 +6,7 @@ import embedlab
 from embedlab import runtime
 from embedlab.pooling import sources, static
 from embedlab.pooling.static import context_averaged_tables, isolated_token_states, random_token_table
-from embedlab.tokens.states import TokenStateStore
+from embedlab.tokens.store import TokenStateStore
 
 CORPUS = ["The cat sat on the mat.", "A dog sat on the cat.", "The mat was red and the dog was brown."]
 

@@ -51,7 +51,7 @@ def chromium_or_skip() -> str:
 def build_report(folder: Path, sts_test_rows) -> Path:
     """A real results database and its report: STS and clustering slices for five specs (three sweep
     ``layers=``), ALIGN-SIM criterion 1 on MRPC for two."""
-    from embedlab.data.datasets import trec
+    from embedlab.data.senteval import trec
 
     pairs = folder / "stsb_slice.tsv"
     pairs.write_text("".join(f"{a}\t{b}\t{gold}\n" for gold, a, b in sts_test_rows[:80]))

@@ -6,7 +6,7 @@ import torch
 
 from decoder_helpers import tiny_decoder
 from embedlab.models import load_model
-from embedlab.tokens.states import TokenStateStore
+from embedlab.tokens.store import TokenStateStore
 from embedlab.tokens.templates import get_template
 
 TEXTS = ["A dog runs.", "The capital of France is Paris and the children read books in the library every morning.",

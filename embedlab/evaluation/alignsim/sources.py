@@ -2,7 +2,7 @@
 
 QQP (first 10,000 rows of the Quora release), PAWS-Wiki (labeled final dev + test), MRPC (the GLUE
 train split the paper uses: 3,668 pairs, 2,474 positive) and AFIN (negated sentence + affirmative
-interpretation). The files are read by the harness' loaders in ``embedlab.data.datasets``; this module
+interpretation). The files are read by the loaders in ``embedlab.data.paraphrase``; this module
 only turns them into pairs that remember where they came from.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from embedlab.data import datasets
+from embedlab.data.containers import LabelledPairs
+from embedlab.data.paraphrase import afin, mrpc_glue_train, paws_wiki, qqp
 
 PARAPHRASE_DATASETS = ("qqp", "paws", "mrpc")
 ALL_DATASETS = PARAPHRASE_DATASETS + ("afin",)
@@ -26,7 +27,7 @@ class SentencePair:
     source: str
 
 
-def _pairs(data: datasets.LabelledPairs) -> list[SentencePair]:
+def _pairs(data: LabelledPairs) -> list[SentencePair]:
     pairs = []
     for row, (text_a, text_b, label) in enumerate(zip(data.first, data.second, data.labels), start=1):
         where = f"{data.name}/{data.subset} row {row}"
@@ -37,20 +38,20 @@ def _pairs(data: datasets.LabelledPairs) -> list[SentencePair]:
 
 
 def read_qqp() -> list[SentencePair]:
-    return _pairs(datasets.qqp())
+    return _pairs(qqp())
 
 
 def read_paws() -> list[SentencePair]:
-    return _pairs(datasets.paws_wiki("dev")) + _pairs(datasets.paws_wiki("test"))
+    return _pairs(paws_wiki("dev")) + _pairs(paws_wiki("test"))
 
 
 def read_mrpc() -> list[SentencePair]:
-    return _pairs(datasets.mrpc_glue_train())
+    return _pairs(mrpc_glue_train())
 
 
 def read_afin() -> list[SentencePair]:
     """AFIN: (sentence with negation, its affirmative interpretation); every pair is a paraphrase (label 1)."""
-    return _pairs(datasets.afin())
+    return _pairs(afin())
 
 
 READERS = {"qqp": read_qqp, "paws": read_paws, "mrpc": read_mrpc, "afin": read_afin}

@@ -1,0 +1,216 @@
+"""Resolving a model name to a local folder or GGUF file, checking it without loading, its traits, and
+loading it (:class:`LoadedModel`), all without network access."""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from embedlab.models.fingerprints import gguf_sha256, model_fingerprint, weight_files, weights_fingerprint
+from embedlab.models.gguf import check_gguf, convert_gguf, converted_gguf_folder, gguf_in
+from embedlab.models.named import NAMED_MODELS, STATIC_MODELS, ModelNotFoundError, check_installed, unknown_model_message
+from embedlab.runtime import cached
+
+
+def resolve_model_path(name: str) -> Path:
+    """The local folder of a named model, a folder path, or a cached Hugging Face id."""
+    if name in NAMED_MODELS:
+        try:
+            return NAMED_MODELS[name]()
+        except ModelNotFoundError as error:
+            raise ModelNotFoundError(unknown_model_message(name, str(error))) from error
+    if name in STATIC_MODELS:
+        raise ModelNotFoundError(f"{name!r} is a static (model2vec) model, not a transformer: use it as static:{name}")
+    candidate = Path(name).expanduser()
+    gguf = gguf_in(candidate) if candidate.exists() else None
+    if gguf is not None:
+        return gguf.resolve()
+    if candidate.is_file():
+        raise ModelNotFoundError(unknown_model_message(name, f"{candidate} is a file but not a GGUF model (*.gguf)"))
+    if candidate.is_dir():
+        if is_model2vec_folder(candidate):
+            raise ModelNotFoundError(f"{candidate} is a static (model2vec) model folder, not a transformer: use it as static:{name}")
+        if not (candidate / "config.json").exists():
+            raise ModelNotFoundError(unknown_model_message(name, f"folder {candidate} has no config.json (and no GGUF file)"))
+        if not weight_files(candidate) and not list(candidate.glob("*.index.json")):
+            raise ModelNotFoundError(
+                f"model {name!r}: folder {candidate} has a config.json but no weights (*.safetensors or *.bin); "
+                "give a folder written by save_pretrained, or a GGUF file")
+        return candidate.resolve()
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, local_files_only=True))
+    except Exception as error:  # noqa: BLE001 - any hub failure means "not available offline"
+        raise ModelNotFoundError(
+            unknown_model_message(name, "not a named model, not a local folder, and not in the local Hugging Face cache")
+        ) from error
+
+
+def is_model2vec_folder(folder: Path) -> bool:
+    """A model2vec folder: tokenizer.json, model.safetensors and a config.json whose model_type, if any, is model2vec."""
+    if not all((folder / item).is_file() for item in ("config.json", "model.safetensors", "tokenizer.json")):
+        return False
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("model_type", "model2vec") == "model2vec"
+
+
+def check_model(name: str) -> None:
+    """Raise the ModelNotFoundError that :func:`load_model` would, without loading anything.
+
+    Specs are checked when a method is built, so a typo fails at ``embedlab.load`` with the list of
+    named models, not minutes later at the first encode. Cheap: no weights are read, nothing unpacked.
+    """
+    if name in NAMED_MODELS:
+        try:
+            check_installed(name)
+        except ModelNotFoundError as error:
+            raise ModelNotFoundError(unknown_model_message(name, str(error))) from error
+    path = resolve_model_path(name) if name not in NAMED_MODELS or name == "smollm2" else None  # gemma3-270m: joined at load
+    if path is not None and path.is_file() and not (converted_gguf_folder(path) / ".complete").exists():
+        check_gguf(path, name)  # header and tensor table only; a converted file was checked before
+
+
+def _is_decoder_config(config) -> bool:
+    """A causal (decoder-only) LM: a type ``transformers`` maps to a causal LM and to no masked LM (GPT-2,
+    Llama, Gemma …); BERT-like types have both heads registered and are encoders."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    model_type = getattr(config, "model_type", "")
+    return bool(getattr(config, "is_decoder", False)) or (
+        model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+
+
+@dataclass(frozen=True)
+class ModelTraits:
+    """What a method needs to know of a model before any work: its kind and whether it has a mask token."""
+
+    kind: str  # "encoder" or "decoder"
+    has_mask_token: bool
+
+
+def model_traits(name: str) -> ModelTraits | None:
+    """The kind and mask token of a model, read from its config and tokenizer files (no weights); None for a
+    GGUF file not converted yet (its traits are known once :func:`load_model` has converted it)."""
+    path = resolve_model_path(name)
+    if path.is_file():
+        path = converted_gguf_folder(path)
+        if not (path / ".complete").exists():
+            return None
+    return _traits_of_folder(str(path))
+
+
+@cached("model traits")
+def _traits_of_folder(path: str) -> ModelTraits:
+    from transformers import AutoConfig, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(path, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return ModelTraits("decoder" if _is_decoder_config(config) else "encoder", tokenizer.mask_token_id is not None)
+
+
+@dataclass
+class LoadedModel:
+    """A tokenizer and encoder ready for inference, with what the caches need to know about them."""
+
+    name: str
+    path: Path
+    fingerprint: str
+    tokenizer: object
+    model: torch.nn.Module
+    max_length: int  # tokens per input, special tokens included
+    weights_fingerprint: str = ""  # see weights_fingerprint(): what shipped heads and token weights match
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.model.config.num_hidden_layers)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def is_decoder(self) -> bool:
+        """Whether the model is a causal (decoder-only) language model: each token sees only those before it."""
+        return _is_decoder_config(self.model.config)
+
+    @property
+    def kind(self) -> str:
+        """``decoder`` (causal LM) or ``encoder``: what token selection and pooling refuse or allow."""
+        return "decoder" if self.is_decoder else "encoder"
+
+    @functools.cached_property
+    def special_frame(self) -> tuple[list[int], list[int]]:
+        """The special token ids the tokenizer puts before and after one sequence (e.g. [CLS] … [SEP])."""
+        probe = "hello"
+        bare = list(self.tokenizer(probe, add_special_tokens=False)["input_ids"])
+        full = list(self.tokenizer(probe)["input_ids"])
+        for offset in range(len(full) - len(bare) + 1):
+            if full[offset : offset + len(bare)] == bare:
+                return full[:offset], full[offset + len(bare) :]
+        raise ValueError(f"cannot locate the special-token frame of tokenizer {type(self.tokenizer).__name__}")
+
+    def with_special_tokens(self, token_ids: list[int]) -> list[int]:
+        """One input sequence: ``token_ids`` inside the model's special-token frame."""
+        before, after = self.special_frame
+        return before + list(token_ids) + after
+
+
+def _max_length(path: Path, tokenizer, config) -> int:
+    """Sentence-transformers' max_seq_length when the folder defines one, else the model's own limit."""
+    st_config = path / "sentence_bert_config.json"
+    if st_config.exists():
+        value = json.loads(st_config.read_text()).get("max_seq_length")
+        if value:
+            return int(value)
+    limit = int(getattr(config, "max_position_embeddings", 512))
+    if getattr(config, "model_type", "") in {"roberta", "xlm-roberta", "mpnet", "camembert"}:
+        limit -= 2  # these models reserve position ids for padding
+    tokenizer_limit = int(getattr(tokenizer, "model_max_length", limit) or limit)
+    return min(limit, tokenizer_limit)
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@cached("loaded models", maxsize=4)
+def load_model(name: str, device: str | None = None) -> LoadedModel:
+    """Load a model's tokenizer and encoder (float32, eval mode) without network access."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    path = resolve_model_path(name)
+    fingerprint = None
+    if path.is_file():  # a GGUF file: dequantised once into a cached folder, fingerprinted by the file's content
+        fingerprint = "gguf-" + gguf_sha256(path)[:11]
+        path = convert_gguf(path, name)
+    config = AutoConfig.from_pretrained(path, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"model {name!r}: embedlab needs a fast tokenizer (tokenizer.json) in {path}")
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # the per-tensor loading bar is noise for a local folder
+    model = AutoModel.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    model.eval()
+    model.to(torch.device(device) if device else default_device())
+    return LoadedModel(
+        name=name,
+        path=path,
+        fingerprint=fingerprint or model_fingerprint(path),
+        tokenizer=tokenizer,
+        model=model,
+        max_length=_max_length(path, tokenizer, config),
+        weights_fingerprint=weights_fingerprint(path),
+    )
