@@ -153,6 +153,9 @@ class Task:
     user_files: ClassVar[bool] = False  # accepts ``family:@FILE``
     parsing_options: ClassVar[tuple[str, ...]] = ()  # the ``options`` that change how a user file is read
     needs_vectors: ClassVar[bool] = True  # False: pairwise methods work through method.similarity_pairs(pairs)
+    # True: the task also scores a method against a reference method (:meth:`against_reference`), which
+    # evaluate() asks for with ``intersections=True`` (the neural-embeddings paper's Eq. 3 for triplets)
+    needs_reference: ClassVar[bool] = False
     headline: ClassVar[str] = ""
     metrics: ClassVar[dict[str, Metric]] = {}
 
@@ -211,6 +214,11 @@ class Task:
 
     def run(self, method: Method) -> list[Record]:
         raise NotImplementedError
+
+    def against_reference(self, method: Method, reference: Method) -> Record:
+        """``method`` scored against ``reference``, as a record of ``method`` (subset ``vs <reference spec>``);
+        only for a task that declares ``needs_reference``."""
+        raise NotImplementedError(f"task {self.name} does not compare a method with a reference method")
 
     def record(self, method: Method, subset: str, metric: str, value: float, n: int) -> Record:
         return Record(method.spec, self.name, self.dataset, subset, metric, float(value), int(n))

@@ -142,6 +142,7 @@ class TripletsTask(Task):
     user_files = True
     parsing_options = ("layout",)
     headline = "error"
+    needs_reference = True  # Eq. 3: the intersection of two methods' broken triplets
     metrics = ERROR_COUNT_METRICS | {
         "intersection": Metric("Eq. 3 overlap of this method's broken triplets with the reference method's, 0–1", "", unit="fraction"),
     }
@@ -173,7 +174,7 @@ class TripletsTask(Task):
             self.record(method, subset, "diff", counts.diff, counts.total),
         ]
 
-    def intersection(self, method_1: Method, method_2: Method) -> Record:
+    def against_reference(self, method_1: Method, method_2: Method) -> Record:
         """Eq. 3 intersection of the two methods' broken triplets, as a record of ``method_1`` (subset
         ``vs <method_2 spec>``)."""
         self.check(method_1)
