@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save as save_numpy
 
-from embedlab.matching.bertscore import PACKAGE_BATCH, check_pairs, check_weighted, input_token_ids, plain_weights, reference_idf
-from embedlab.matching.bertscore import score_sides as score_bertscore_sides
+from embedlab.matching.bertscore_scoring import PACKAGE_BATCH, check_pairs, check_weighted, input_token_ids, plain_weights, reference_idf
+from embedlab.matching.bertscore_scoring import score_sides as score_bertscore_sides
 from embedlab.matching.explain import MatchExplanation, explain_pair
 from embedlab.matching.scoring import MODES, SCORES, TextSide, score_sides
 from embedlab.methods.base import EmbeddingMethod, Family, check_texts, unit_rows
