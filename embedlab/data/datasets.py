@@ -29,6 +29,7 @@ import numpy as np
 
 from embedlab.data import DataFormatError, json_object, unicode_problem
 from embedlab.data.wikitext import wikitext2_sentences  # re-exported: the IsoScore set (paper 2 §3.5.4)
+from embedlab.errors import InputError
 from embedlab.runtime import data_path, data_root
 
 # Row counts published in the data README (scored pairs for STS12-16, rows otherwise).
@@ -220,7 +221,7 @@ def sts_year(year: str) -> list[ScoredPairs]:
     """One STS year (``sts12`` … ``sts16``): a :class:`ScoredPairs` per subset, unscored pairs skipped."""
     year = year.lower()
     if year not in STS_YEARS:
-        raise ValueError(f"unknown STS year {year!r}; expected one of {', '.join(STS_YEARS)}")
+        raise InputError(f"unknown STS year {year!r}; expected one of {', '.join(STS_YEARS)}")
     folder = data_path("sts", year.upper())
     subsets = []
     for gold_path in sorted(folder.glob("STS.gs.*.txt")):
@@ -263,7 +264,7 @@ SICK_LABELS = ["CONTRADICTION", "NEUTRAL", "ENTAILMENT"]
 
 def _sick_rows(split: str) -> tuple[Path, list[list[str]]]:
     if split not in SICK_FILES:
-        raise ValueError(f"unknown SICK split {split!r}; expected one of {', '.join(SICK_FILES)}")
+        raise InputError(f"unknown SICK split {split!r}; expected one of {', '.join(SICK_FILES)}")
     path = data_path("sts", "SICK", SICK_FILES[split])
     lines = _lines(path)
     rows = [_fields(line, path, number, 5) for number, line in enumerate(lines[1:], start=2)]
@@ -296,7 +297,7 @@ def sick_entailment(split: str) -> LabelledPairs:
 def mrpc(split: str) -> LabelledPairs:
     """MRPC as SentEval reads it: ``train`` (4,076) or ``test`` (1,725) of msr_paraphrase_*.txt."""
     if split not in ("train", "test"):
-        raise ValueError(f"unknown MRPC split {split!r}; expected train or test (or use mrpc_glue_train())")
+        raise InputError(f"unknown MRPC split {split!r}; expected train or test (or use mrpc_glue_train())")
     path = data_path("paraphrase", "mrpc", f"msr_paraphrase_{split}.txt")
     first, second, labels = [], [], []
     for number, line in enumerate(_lines(path)[1:], start=2):
@@ -543,7 +544,7 @@ def senteval_binary(name: str) -> LabelledTexts:
     """MR, CR, SUBJ or MPQA: one sentence per line, one file per class (class 0 first, as SentEval)."""
     name = name.lower()
     if name not in BINARY_FILES:
-        raise ValueError(f"unknown SentEval binary set {name!r}; expected one of {', '.join(BINARY_FILES)}")
+        raise InputError(f"unknown SentEval binary set {name!r}; expected one of {', '.join(BINARY_FILES)}")
     folder, negative, positive = BINARY_FILES[name]
     texts, labels = [], []
     for label, file in enumerate((negative, positive)):
@@ -583,7 +584,7 @@ def trec(split: str) -> LabelledTexts:
     """TREC ``train`` (5,452) / ``test`` (500): ``COARSE:fine question``, coarse label only (SentEval)."""
     files = {"train": "train_5500.label", "test": "TREC_10.label"}
     if split not in files:
-        raise ValueError(f"unknown TREC split {split!r}; expected train or test")
+        raise InputError(f"unknown TREC split {split!r}; expected train or test")
     path = data_path("senteval", "TREC", files[split])
     texts, labels = [], []
     for number, line in enumerate(_lines(path), start=1):
@@ -605,7 +606,7 @@ def trec(split: str) -> LabelledTexts:
 def clustering_set(name: str) -> LabelledTexts:
     """A short-text clustering set: ``label<TAB>text`` lines (labels renumbered 0..C-1 in sorted order)."""
     if name not in CLUSTERING_CLASSES:
-        raise ValueError(f"unknown clustering set {name!r}; expected one of {', '.join(CLUSTERING_CLASSES)}")
+        raise InputError(f"unknown clustering set {name!r}; expected one of {', '.join(CLUSTERING_CLASSES)}")
     path = data_path("clustering", f"{name}.tsv")
     raw_labels, texts = [], []
     for number, line in enumerate(_lines(path), start=1):
@@ -786,7 +787,7 @@ def load_grouped_texts(path: str | Path, layout: str = "column") -> GroupedTexts
     Groups with one text give no positives.
     """
     if layout not in ("column", "line"):
-        raise ValueError(f"unknown grouped-texts layout {layout!r}; expected 'column' or 'line'")
+        raise InputError(f"unknown grouped-texts layout {layout!r}; expected 'column' or 'line'")
     file = _user_path(path)
     texts: list[str] = []
     groups: list = []

@@ -20,6 +20,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from embedlab.errors import InputError, InputTypeError
 from embedlab.evaluation.records import Record
 from embedlab.runtime import cache_key
 
@@ -87,11 +88,11 @@ def as_method(model: object) -> Method:
     if all(hasattr(model, name) for name in ("spec", "fingerprint", "pairwise")):
         return model
     if not callable(getattr(model, "encode", None)):
-        raise TypeError(f"{type(model).__name__} has no encode(texts) method, so it cannot be evaluated")
+        raise InputTypeError(f"{type(model).__name__} has no encode(texts) method, so it cannot be evaluated")
     return OwnModel(model)
 
 
-class NotApplicableError(ValueError):
+class NotApplicableError(InputError):
     """The task cannot evaluate this kind of method (e.g. a pairwise method where vectors are needed)."""
 
 
@@ -169,7 +170,7 @@ class Task:
         if not dataset.startswith("@"):
             return cls(dataset, **keywords)
         if not cls.user_files:
-            raise ValueError(f"task {cls.name} does not take a user file ({dataset})")
+            raise InputError(f"task {cls.name} does not take a user file ({dataset})")
         path = Path(dataset[1:]).expanduser()
         if not path.exists():  # a folder or an unreadable file fails when hashed, with the OS's reason
             raise FileNotFoundError(f"data file not found: {path.resolve()} (given in --tasks as {cls.name}:{dataset})")
@@ -255,5 +256,5 @@ def solver_threads() -> threadpool_limits:
     except ValueError:
         threads = 0
     if threads < 1:
-        raise ValueError(f"EMBEDLAB_SOLVER_THREADS={value[:40]!r} must be a positive whole number (default 1)")
+        raise InputError(f"EMBEDLAB_SOLVER_THREADS={value[:40]!r} must be a positive whole number (default 1)")
     return threadpool_limits(limits=threads)

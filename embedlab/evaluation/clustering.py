@@ -11,6 +11,7 @@ from sklearn.cluster import KMeans
 
 from embedlab.data import datasets
 from embedlab.data.datasets import LabelledTexts
+from embedlab.errors import InputError
 from embedlab.evaluation.base import Method, Metric, Task, solver_threads
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import embed
@@ -61,7 +62,7 @@ class ClusteringTask(Task):
         super().__init__(dataset)
         self.path, self.runs, self.seed = path, runs, seed
         if path is None and dataset not in datasets.CLUSTERING_CLASSES:
-            raise ValueError(f"unknown clustering dataset {dataset!r}; expected one of {', '.join(datasets.CLUSTERING_CLASSES)}")
+            raise InputError(f"unknown clustering dataset {dataset!r}; expected one of {', '.join(datasets.CLUSTERING_CLASSES)}")
 
     def load(self) -> LabelledTexts:
         return datasets.load_labelled_texts(self.path) if self.path else datasets.clustering_set(self.dataset)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from embedlab.data import datasets
+from embedlab.errors import InputError
 from embedlab.evaluation.base import CORRELATION_METRICS, Method, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import check_product, pair_scores, product_subset
@@ -35,7 +36,7 @@ class CorrelationsTask(Task):
         self.path = path
         self.product = check_product(product)
         if path is None and dataset not in self.datasets:
-            raise ValueError(f"unknown correlations dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
+            raise InputError(f"unknown correlations dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from embedlab import runtime
+from embedlab.errors import InputError
 from embedlab.evaluation.alignsim.task import AlignSimTask
 from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task, as_method, method_identity
 from embedlab.evaluation.classification import ClassificationTask
@@ -65,7 +66,7 @@ def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
     """
     items = [s.strip() for s in (selection.split(",") if isinstance(selection, str) else selection) if s.strip()]
     if not items:
-        raise ValueError("no tasks selected")
+        raise InputError("no tasks selected")
     expanded: list[str] = []
     for item in items:
         if item == "all":
@@ -77,12 +78,12 @@ def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
         elif item in TASK_FAMILIES:
             expanded += [f"{item}:{d}" for d in DEFAULT_DATASETS[item]]
         else:
-            raise ValueError(f"unknown task {item!r}; expected one of {', '.join(TASK_FAMILIES)}, all, quick")
+            raise InputError(f"unknown task {item!r}; expected one of {', '.join(TASK_FAMILIES)}, all, quick")
     tasks, seen = [], set()
     for item in expanded:
         family, _, dataset = item.partition(":")
         if family not in TASK_FAMILIES:
-            raise ValueError(f"unknown task {family!r} in {item!r}; expected one of {', '.join(TASK_FAMILIES)}")
+            raise InputError(f"unknown task {family!r} in {item!r}; expected one of {', '.join(TASK_FAMILIES)}")
         if item not in seen:
             seen.add(item)
             tasks.append(TASK_FAMILIES[family].create(dataset, options))

@@ -14,6 +14,7 @@ import numpy as np
 
 from embedlab.data import datasets
 from embedlab.data.datasets import SimilarPairs
+from embedlab.errors import InputError
 from embedlab.evaluation.base import ERROR_COUNT_METRICS, Method, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import check_product, pair_scores, product_subset
@@ -35,7 +36,7 @@ def count_wrong_tuples(similar: np.ndarray, different: np.ndarray) -> PairCounts
     """Tuples (s, d) with ``similar[s] <= different[d]``, counted with one sort and a binary search."""
     similar, different = np.asarray(similar, dtype=np.float64), np.asarray(different, dtype=np.float64)
     if similar.size == 0 or different.size == 0:
-        raise ValueError(f"pairs need both similar ({similar.size}) and non-similar ({different.size}) pairs")
+        raise InputError(f"pairs need both similar ({similar.size}) and non-similar ({different.size}) pairs")
     ordered = np.sort(different)
     # different values >= s  =  all minus those strictly below s
     at_least = ordered.size - np.searchsorted(ordered, similar, side="left")
@@ -61,7 +62,7 @@ class PairsTask(Task):
         self.path = path
         self.product = check_product(product)
         if path is None and dataset not in datasets.PAIR_SETS:
-            raise ValueError(f"unknown pairs dataset {dataset!r}; expected one of {', '.join(datasets.PAIR_SETS)}")
+            raise InputError(f"unknown pairs dataset {dataset!r}; expected one of {', '.join(datasets.PAIR_SETS)}")
 
     def load(self) -> SimilarPairs:
         if self.path is None:
@@ -69,7 +70,7 @@ class PairsTask(Task):
         scored = datasets.load_scored_pairs(self.path)
         labels = set(np.unique(scored.scores).tolist())
         if not labels <= {0.0, 1.0}:
-            raise ValueError(f"{self.path}: pairs need labels 0 (non-similar) and 1 (similar), found {sorted(labels)[:5]}")
+            raise InputError(f"{self.path}: pairs need labels 0 (non-similar) and 1 (similar), found {sorted(labels)[:5]}")
         pairs = scored.pairs()
         return SimilarPairs(self.dataset, [p for p, s in zip(pairs, scored.scores) if s == 1.0],
                             [p for p, s in zip(pairs, scored.scores) if s == 0.0])

@@ -13,6 +13,7 @@ from scipy import stats
 
 from embedlab.data import datasets
 from embedlab.data.datasets import ScoredPairs
+from embedlab.errors import InputError
 from embedlab.evaluation.base import CORRELATION_METRICS, Method, Metric, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import PairScorer
@@ -24,7 +25,7 @@ def correlations(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     if predicted.shape != gold.shape or predicted.ndim != 1:
         raise ValueError(f"predicted shape {predicted.shape} does not match gold shape {gold.shape}")
     if len(gold) < 2:
-        raise ValueError("correlations need at least two scored items")
+        raise InputError("correlations need at least two scored items")
     return {
         "spearman": float(stats.spearmanr(predicted, gold).statistic),
         "pearson": float(stats.pearsonr(predicted, gold).statistic),
@@ -51,7 +52,7 @@ class STSTask(Task):
         super().__init__(dataset)
         self.path = path
         if path is None and dataset not in self.datasets:
-            raise ValueError(f"unknown STS dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
+            raise InputError(f"unknown STS dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
     def load(self) -> list[ScoredPairs]:
         if self.path is not None:

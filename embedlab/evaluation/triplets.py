@@ -21,6 +21,7 @@ import numpy as np
 
 from embedlab.data import datasets
 from embedlab.data.datasets import GroupedTexts
+from embedlab.errors import InputError
 from embedlab.evaluation.base import ERROR_COUNT_METRICS, Method, Metric, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import check_product, embed, product_rows, product_subset
@@ -93,7 +94,7 @@ def count_triplets(vectors: np.ndarray, data: GroupedTexts, product: str = "cosi
             same_sum += negatives * float(positive_values.sum())
             diff_sum += positives.size * float(row_sums[row] - own_values.sum())
     if total == 0:
-        raise ValueError(f"{data.name}: the grouping defines no triplets (need two groups and a group of two)")
+        raise InputError(f"{data.name}: the grouping defines no triplets (need two groups and a group of two)")
     return TripletCounts(total=total, wrong=wrong, same=same_sum / total, diff=diff_sum / total)
 
 
@@ -153,7 +154,7 @@ class TripletsTask(Task):
         self.layout = layout if path is not None else "column"  # how a user file lists its groups
         self.product = check_product(product)
         if path is None and dataset not in datasets.TRIPLET_SETS:
-            raise ValueError(f"unknown triplet dataset {dataset!r}; expected one of {', '.join(datasets.TRIPLET_SETS)}")
+            raise InputError(f"unknown triplet dataset {dataset!r}; expected one of {', '.join(datasets.TRIPLET_SETS)}")
 
     def load(self) -> GroupedTexts:
         if self.path is not None:

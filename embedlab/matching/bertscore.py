@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.matching.bertscore_baselines import (BASELINE_MIN_CHARS, BASELINE_PAIRS, BASELINE_SEED, BASELINE_SLICE,
                                                    Baseline, baseline_name, baseline_pairs, baseline_sentences,
                                                    build_baselines, check_baseline_source, load_or_build_baseline,
@@ -92,7 +93,7 @@ def bertscore(
     """
     cands, refs = check_pairs(cands, refs)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive whole number, got {batch_size!r}")
+        raise InputError(f"batch_size must be a positive whole number, got {batch_size!r}")
     loaded = load_model(model) if isinstance(model, str) else model
     layer = resolve_layer(loaded, layer)
     baseline_source = check_baseline_source(loaded, layer, baseline) if rescale else None

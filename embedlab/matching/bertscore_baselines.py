@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from embedlab import __version__
+from embedlab.errors import InputError
 from embedlab.matching.bertscore_scoring import PACKAGE_BATCH, plain_weights, resolve_layer, score_sides
 from embedlab.matching.scoring import TextSide
 from embedlab.methods.base import unit_rows
@@ -37,18 +38,18 @@ def read_package_baseline(path: Path, layer: int) -> Baseline:
     """The row of ``layer`` from a baseline file in the package's format (a ``LAYER,P,R,F`` header)."""
     lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if not lines or [cell.strip() for cell in lines[0].split(",")] != ["LAYER", "P", "R", "F"]:
-        raise ValueError(f"{path}: a baseline file starts with the header LAYER,P,R,F")
+        raise InputError(f"{path}: a baseline file starts with the header LAYER,P,R,F")
     for number, line in enumerate(lines[1:], start=2):
         cells = line.split(",")
         try:
             row_layer, values = int(cells[0]), np.array([float(cell) for cell in cells[1:]], dtype=np.float64)
         except ValueError:
-            raise ValueError(f"{path}, line {number}: expected LAYER,P,R,F numbers, got {line!r}") from None
+            raise InputError(f"{path}, line {number}: expected LAYER,P,R,F numbers, got {line!r}") from None
         if values.shape != (3,) or not np.all(np.isfinite(values)) or np.any(values >= 1):
-            raise ValueError(f"{path}, line {number}: expected three finite baselines below 1, got {line!r}")
+            raise InputError(f"{path}, line {number}: expected three finite baselines below 1, got {line!r}")
         if row_layer == layer:
             return Baseline(values, {"source": str(path)})
-    raise ValueError(f"{path} has no baseline for layer {layer}")
+    raise InputError(f"{path} has no baseline for layer {layer}")
 
 
 def baseline_name(model: LoadedModel, layer: int) -> str:
@@ -116,7 +117,7 @@ def baseline_sentences(model: LoadedModel) -> list[str]:
 def baseline_pairs(sentences: Sequence[str], pairs: int, seed: int) -> list[tuple[str, str]]:
     """``pairs`` pairs of distinct random sentences (seeded), no sentence used twice."""
     if not 0 < 2 * pairs <= len(sentences):
-        raise ValueError(f"{pairs} baseline pairs need {2 * pairs} sentences; the corpus has {len(sentences)}")
+        raise InputError(f"{pairs} baseline pairs need {2 * pairs} sentences; the corpus has {len(sentences)}")
     rng = np.random.default_rng(seed)
     chosen = rng.choice(len(sentences), size=2 * pairs, replace=False)
     return [(sentences[chosen[2 * index]], sentences[chosen[2 * index + 1]]) for index in range(pairs)]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from embedlab.errors import InputError, InputTypeError
 from embedlab.matching.scoring import TextSide, weighted_mean
 from embedlab.methods.base import check_texts, unit_rows
 from embedlab.models import LoadedModel
@@ -39,11 +40,11 @@ def check_pairs(cands: Sequence[str], refs: Sequence[str]) -> tuple[list[str], l
     """Candidates and references as stripped lists of equal length, no text empty."""
     cands, refs = check_texts(cands), check_texts(refs)
     if len(cands) != len(refs):
-        raise ValueError(f"different numbers of candidates ({len(cands)}) and references ({len(refs)})")
+        raise InputError(f"different numbers of candidates ({len(cands)}) and references ({len(refs)})")
     for side, texts in (("candidate", cands), ("reference", refs)):
         for index, text in enumerate(texts):
             if not text.strip():
-                raise ValueError(f"{side} {index} is empty: BERTScore is undefined for an empty text")
+                raise InputError(f"{side} {index} is empty: BERTScore is undefined for an empty text")
     return [text.strip() for text in cands], [text.strip() for text in refs]
 
 
@@ -61,9 +62,9 @@ def resolve_layer(model: LoadedModel, layer: int | None) -> int:
     if layer is None:
         return default_layer(model)
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
-        raise TypeError(f"layer must be a whole number, got {layer!r}")
+        raise InputTypeError(f"layer must be a whole number, got {layer!r}")
     if not 0 <= layer <= model.num_layers:
-        raise ValueError(f"layer {layer} is beyond {model.name}'s depth: it has layers 0 (embedding output) to {model.num_layers}")
+        raise InputError(f"layer {layer} is beyond {model.name}'s depth: it has layers 0 (embedding output) to {model.num_layers}")
     return int(layer)
 
 
@@ -98,7 +99,7 @@ def check_weighted(sides: dict[str, Sequence[np.ndarray]], weights_of) -> None:
     for side, token_lists in sides.items():
         for index, ids in enumerate(token_lists):
             if float(np.sum(weights_of(ids))) <= 0:
-                raise ValueError(
+                raise InputError(
                     f"{side} {index} has no token with a weight above 0 (with idf, every one of its tokens occurs in "
                     "every reference; or it has no token besides [CLS]/[SEP]), so its BERTScore is undefined; "
                     "use more varied references or idf off"

@@ -53,6 +53,7 @@ import torch
 from safetensors.numpy import load as safetensors_load
 from tqdm.auto import tqdm
 
+from embedlab.errors import InputError
 from embedlab.models import LoadedModel
 from embedlab.runtime import (
     atomic_write_bytes,
@@ -283,7 +284,7 @@ class TokenStateStore:
         overhead, copies = (template.overhead(tokenizer), template.copies) if template is not None else (0, 1)
         budget = (limit - len(frame_before) - len(frame_after) - overhead) // copies  # echo holds each chunk twice
         if budget < 1:
-            raise ValueError(f"template {template.name if template else ''} leaves no room for text in {limit} tokens")
+            raise InputError(f"template {template.name if template else ''} leaves no room for text in {limit} tokens")
         if len(token_ids) <= budget:
             chunks = [token_ids]
         elif max_tokens is not None:
@@ -319,7 +320,7 @@ class TokenStateStore:
         layers = self.all_layers if layers is None else tuple(layers)
         unknown = [layer for layer in layers if layer not in self.all_layers]
         if unknown or not layers:
-            raise ValueError(f"layer {unknown[0] if unknown else '(none)'} is outside -1..{self.model.num_layers} for this model")
+            raise InputError(f"layer {unknown[0] if unknown else '(none)'} is outside -1..{self.model.num_layers} for this model")
         check_max_tokens(self.model, max_tokens)
         kept = self.all_layers if cache_layers() == "all" else layers
         keys = [self.key(text, template, layer, max_tokens) for text in texts for layer in layers]
@@ -611,7 +612,7 @@ _SHARED_STORES = memo("token-state stores")
 def check_max_tokens(model: LoadedModel, max_tokens: int | None) -> None:
     """A cut longer than the model's input cannot run as one sequence: refuse it, naming the limit."""
     if max_tokens is not None and not 0 < max_tokens <= model.max_length:
-        raise ValueError(f"truncate={max_tokens}: {model.name} takes 1 to {model.max_length} input tokens "
+        raise InputError(f"truncate={max_tokens}: {model.name} takes 1 to {model.max_length} input tokens "
                          "(without truncate, long texts are split into sentence-packed chunks)")
 
 

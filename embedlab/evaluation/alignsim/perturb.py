@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from embedlab import runtime
+from embedlab.errors import InputError
 from embedlab.evaluation.alignsim import lexicon
 from embedlab.evaluation.alignsim.sources import PARAPHRASE_DATASETS, SentencePair, read_dataset
 
@@ -57,7 +58,7 @@ class SamplingConfig:
 
     def __post_init__(self) -> None:
         if self.perturbation not in PERTURBATIONS:
-            raise ValueError(f"unknown ALIGN-SIM perturbation {self.perturbation!r}; choose from {', '.join(PERTURBATIONS)}")
+            raise InputError(f"unknown ALIGN-SIM perturbation {self.perturbation!r}; choose from {', '.join(PERTURBATIONS)}")
 
 
 @dataclass
@@ -105,7 +106,7 @@ class PerturbationSet:
             raise FileNotFoundError(f"no perturbation summary {summary_path}")
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
         if summary.get("format") != FORMAT_VERSION:
-            raise ValueError(f"{summary_path}: format {summary.get('format')!r}, expected {FORMAT_VERSION}")
+            raise InputError(f"{summary_path}: format {summary.get('format')!r}, expected {FORMAT_VERSION}")
         items = {}
         for kind in summary["counts"]:
             path = folder / f"{dataset}.{kind}.jsonl"
@@ -115,9 +116,9 @@ class PerturbationSet:
                     try:
                         rows.append(json.loads(line))
                     except json.JSONDecodeError as error:
-                        raise ValueError(f"{path}:{line_number}: not valid JSON ({error})") from error
+                        raise InputError(f"{path}:{line_number}: not valid JSON ({error})") from error
             if len(rows) != summary["counts"][kind]:
-                raise ValueError(f"{path}: {len(rows)} items, summary says {summary['counts'][kind]}")
+                raise InputError(f"{path}: {len(rows)} items, summary says {summary['counts'][kind]}")
             items[kind] = rows
         return cls(dataset, SamplingConfig(**summary["config"]), items, summary["skipped"])
 
@@ -297,7 +298,7 @@ def build_perturbation_set(dataset: str, config: SamplingConfig, kinds: set[str]
             result.items["c4"] = [{"original": p.text_a, "perturbed": p.text_b, "source": p.source} for p in chosen]
         return result
     if dataset not in PARAPHRASE_DATASETS:
-        raise ValueError(f"unknown ALIGN-SIM dataset {dataset!r}")
+        raise InputError(f"unknown ALIGN-SIM dataset {dataset!r}")
     kinds = kinds if kinds is not None else {"c1", "c2", "c3", "c5"}
     if "c1" in kinds:
         result.items["c1"] = _criterion1(pairs, config, dataset)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from embedlab.data import datasets
+from embedlab.errors import InputError
 
 PARAPHRASE_DATASETS = ("qqp", "paws", "mrpc")
 ALL_DATASETS = PARAPHRASE_DATASETS + ("afin",)
@@ -31,7 +32,7 @@ def _pairs(data: datasets.LabelledPairs) -> list[SentencePair]:
     for row, (text_a, text_b, label) in enumerate(zip(data.first, data.second, data.labels), start=1):
         where = f"{data.name}/{data.subset} row {row}"
         if not text_a.strip() or not text_b.strip():
-            raise ValueError(f"{where}: empty sentence")
+            raise InputError(f"{where}: empty sentence")
         pairs.append(SentencePair(text_a.strip(), text_b.strip(), int(label), where))
     return pairs
 
@@ -58,5 +59,5 @@ READERS = {"qqp": read_qqp, "paws": read_paws, "mrpc": read_mrpc, "afin": read_a
 
 def read_dataset(name: str) -> list[SentencePair]:
     if name not in READERS:
-        raise ValueError(f"unknown ALIGN-SIM dataset {name!r}; choose from {', '.join(ALL_DATASETS)}")
+        raise InputError(f"unknown ALIGN-SIM dataset {name!r}; choose from {', '.join(ALL_DATASETS)}")
     return READERS[name]()

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from embedlab import runtime
+from embedlab.errors import InputError
 from embedlab.evaluation.alignsim import metrics
 from embedlab.evaluation.alignsim.perturb import N_VALUES, PerturbationSet, SamplingConfig, build_perturbation_set
 from embedlab.evaluation.alignsim.sources import ALL_DATASETS, PARAPHRASE_DATASETS
@@ -68,10 +69,10 @@ class AlignSimSetup:
     def __post_init__(self) -> None:
         unknown = set(self.criteria) - set(CRITERIA)
         if unknown:
-            raise ValueError(f"unknown ALIGN-SIM criteria {sorted(unknown)}; choose from {list(CRITERIA)}")
+            raise InputError(f"unknown ALIGN-SIM criteria {sorted(unknown)}; choose from {list(CRITERIA)}")
         bad = [d for d in self.datasets if d not in ALL_DATASETS]
         if bad:
-            raise ValueError(f"unknown ALIGN-SIM dataset(s) {bad}; choose from {', '.join(ALL_DATASETS)}")
+            raise InputError(f"unknown ALIGN-SIM dataset(s) {bad}; choose from {', '.join(ALL_DATASETS)}")
 
     @property
     def adjusted(self) -> bool:
@@ -212,9 +213,9 @@ class AlignSimTask(Task):
             setup = AlignSimSetup(criteria=tuple(criteria), sampling=SamplingConfig(seed=seed, perturbation=perturbation))
         self.setup = setup
         if dataset not in self.datasets:
-            raise ValueError(f"unknown ALIGN-SIM dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
+            raise InputError(f"unknown ALIGN-SIM dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
         if dataset == ADJUSTMENT and not self.setup.adjusted:
-            raise ValueError("the ALIGN-SIM adjustment factors are computed only with criterion 2 or 4")
+            raise InputError("the ALIGN-SIM adjustment factors are computed only with criterion 2 or 4")
 
     @classmethod
     def headline_of(cls, dataset: str) -> str:

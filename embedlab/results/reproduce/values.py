@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from embedlab.errors import InputError
 from embedlab.evaluation.records import Record
 
 RESOURCES = Path(__file__).resolve().parents[2] / "resources"
@@ -108,7 +109,7 @@ def paper_values(paper: str, folder: Path = PAPER_VALUES) -> list[PaperValue]:
         reader = csv.DictReader(handle)
         expected = [f.name for f in fields(PaperValue)]
         if reader.fieldnames != expected:
-            raise ValueError(f"{path}: header must be {','.join(expected)}")
+            raise InputError(f"{path}: header must be {','.join(expected)}")
         values = []
         for line, row in enumerate(reader, start=2):
             value = PaperValue(**row)
@@ -126,7 +127,7 @@ def paper_values(paper: str, folder: Path = PAPER_VALUES) -> list[PaperValue]:
             if value.paper != paper:
                 problems.append(f"paper {value.paper!r}")
             if problems:
-                raise ValueError(f"{path}, line {line}: bad {', '.join(problems)}")
+                raise InputError(f"{path}, line {line}: bad {', '.join(problems)}")
             values.append(value)
     return values
 
@@ -151,7 +152,7 @@ def read_records(paper: str, folder: Path = RECORDS) -> list[StoredRecord]:
             if unit_problem or not math.isfinite(float(record.value)):
                 raise ValueError(f"bad {unit_problem or f'value {record.value!r}'}")
         except (ValueError, TypeError) as error:
-            raise ValueError(f"{path}, line {line}: {error}") from None
+            raise InputError(f"{path}, line {line}: {error}") from None
         records.append(record)
     return records
 
@@ -171,7 +172,7 @@ def write_records(paper: str, records: Iterable[StoredRecord], folder: Path = RE
 
 def check_paper(paper: str) -> None:
     if paper not in PAPERS:
-        raise ValueError(f"unknown paper {paper!r}; choose from {', '.join(PAPERS)}")
+        raise InputError(f"unknown paper {paper!r}; choose from {', '.join(PAPERS)}")
 
 
 # --- units --------------------------------------------------------------------------------------------------
@@ -208,7 +209,7 @@ def convert(value: float, unit: str, to_unit: str) -> float:
         return value * PRINTED_SCALES[to_unit]
     if unit in PRINTED_SCALES and to_unit in SCALED_UNITS:
         return value / PRINTED_SCALES[unit]
-    raise ValueError(f"cannot convert {unit} to {to_unit}")
+    raise InputError(f"cannot convert {unit} to {to_unit}")
 
 
 def printed_decimals(printed: str) -> int:
@@ -220,7 +221,7 @@ def tolerance_of(value: PaperValue) -> float | None:
     text = value.tolerance.strip()
     if not text:
         if value.kind == "same":
-            raise ValueError("tolerance (a same-model cell needs one)")
+            raise InputError("tolerance (a same-model cell needs one)")
         return None
     if text.endswith("%"):
         return abs(value.number) * float(text[:-1]) / 100
