@@ -27,6 +27,8 @@ import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
+from embedlab.errors import InputError
+
 POOLED = "pooled"
 
 
@@ -61,7 +63,7 @@ class FamilySchema:
     help: str = ""
 
 
-class SpecError(ValueError):
+class SpecError(InputError):
     """A method spec that cannot be parsed or names unknown families, keys or values."""
 
 

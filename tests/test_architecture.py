@@ -35,19 +35,12 @@ MAX_FUNCTION_LINES = 60
 # Modules and functions over the limits today, each being split; an entry that is no longer over its
 # limit fails the test below, so that this list only shrinks. Empty it as they are split.
 OVERSIZED_MODULES = frozenset({
-    "embedlab/evaluation/alignsim/task.py",
-    "embedlab/matching/bertscore.py",
     "embedlab/neural/batched.py",
     "embedlab/neural/family.py",
-    "embedlab/results/reproduce.py",
 })
 OVERSIZED_FUNCTIONS = frozenset({
-    "embedlab/evaluation/alignsim/perturb.py::build_perturbation_set",
-    "embedlab/evaluation/alignsim/task.py::AlignSimTask.run",
-    "embedlab/evaluation/harness.py::evaluate",
     "embedlab/neural/batched.py::frozen_features",
     "embedlab/neural/family.py::embed_texts_variants",
-    "embedlab/results/alignsim_report.py::sections",
 })
 
 
@@ -66,7 +59,7 @@ MODULES: dict[str, Path] = {_module_name(path): path for path in _sources()}
 
 
 def _unit(module: str) -> str:
-    """The row of the package table a dotted module name belongs to (``embedlab.tokens.states`` → ``tokens``)."""
+    """The row of the package table a dotted module name belongs to (``embedlab.tokens.store`` → ``tokens``)."""
     parts = module.split(".")[1:]
     return parts[0] if parts else "__init__"
 
@@ -138,7 +131,7 @@ def _tree(path: Path) -> ast.Module:
 
 
 def _allows(unit: str, target: str) -> bool:
-    if target == "embedlab" or _unit(target) == unit:
+    if target in ("embedlab", "embedlab.errors") or _unit(target) == unit:  # docs: any module may import these
         return True
     allowed = TABLE[unit]
     return "*" in allowed or any(target == f"embedlab.{name}" or target.startswith(f"embedlab.{name}.") for name in allowed)

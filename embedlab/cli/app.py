@@ -22,11 +22,12 @@ from embedlab import __version__
 from embedlab import runtime
 from embedlab.runtime import settings
 from embedlab.cli import alignsim, arguments, cache, embed, evaluate, matching, methods, neural, reproduce, static
+from embedlab.errors import InputError
 
 COMMAND_GROUPS = (embed, methods, evaluate, neural, matching, alignsim, reproduce, static, cache)
 
-USAGE_ERROR = 2  # bad arguments or input: the user can fix the command line or the file
-RUNTIME_ERROR = 1  # the command was fine but the machine was not (disk full, no permission, damaged database)
+USAGE_ERROR = 2  # bad arguments or input (embedlab's InputError): the user can fix the command line or the file
+RUNTIME_ERROR = 1  # the command was fine but the machine was not (disk full, no permission, damaged database), or a bug
 INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 # A path that names nothing, or the wrong kind of thing, is a mistake in the command line, not a fault.
 _USAGE_OS_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
@@ -63,10 +64,12 @@ def describe(error: BaseException) -> str:
 
 
 def exit_status(error: BaseException) -> int:
-    """2 for a usage or input error, 1 for a runtime fault, 130 for Ctrl-C."""
+    """2 for a usage or input error (:class:`~embedlab.errors.InputError`, where embedlab judged the input, or
+    a path that names nothing), 1 for a runtime fault or a bug (any other exception, an internal ``KeyError``
+    or ``ValueError`` included), 130 for Ctrl-C."""
     if isinstance(error, KeyboardInterrupt):
         return INTERRUPTED
-    if isinstance(error, (*_USAGE_OS_ERRORS, ValueError, LookupError, TypeError)):
+    if isinstance(error, (*_USAGE_OS_ERRORS, InputError)):
         return USAGE_ERROR
     return RUNTIME_ERROR
 

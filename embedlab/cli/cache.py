@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from embedlab import runtime
+from embedlab.errors import InputError, UnknownNameError
 
 
 def _size(nbytes: int) -> str:
@@ -44,10 +45,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_clear(args: argparse.Namespace) -> int:
     kinds = {kind.name: kind for kind in runtime.cache_kinds()}
     if args.kind is not None and args.kind not in kinds:
-        raise LookupError(f"no cache kind {args.kind!r} in {runtime.cache_root(create=False)}; "
+        raise UnknownNameError(f"no cache kind {args.kind!r} in {runtime.cache_root(create=False)}; "
                           f"kinds there: {', '.join(sorted(kinds)) or 'none'}")
     if args.kind is not None and not kinds[args.kind].recomputable:
-        raise ValueError(f"{args.kind} holds files that cannot be recomputed (trained weights, checkpoints, models); "
+        raise InputError(f"{args.kind} holds files that cannot be recomputed (trained weights, checkpoints, models); "
                          f"delete {runtime.cache_root(create=False) / args.kind} by hand if you mean it")
     freed = runtime.clear_cache(args.kind)
     kept = [name for name, kind in kinds.items() if not kind.recomputable and args.kind is None]

@@ -21,12 +21,8 @@ from embedlab.cli.arguments import add_out, add_quiet, positive_int
 from embedlab.data import unicode_problem
 from embedlab.data.corpus import FORMATS, Corpus
 from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, same_path, shard_bytes
+from embedlab.errors import InputError  # a command-line choice that cannot work (output path, option combination)
 from embedlab.runtime import atomic_write_bytes
-
-
-class InputError(ValueError):
-    """A command-line choice that cannot work (output path, option combination)."""
-
 
 OUTPUT_FORMATS = (".npy", ".parquet")
 

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from embedlab.errors import InputError
 import embedlab
 from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_int
 
@@ -64,7 +65,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from embedlab.results.database import ResultsDB
 
     if args.engine != "ray" and (args.address or args.workers):
-        raise ValueError("--address and --workers are options of --engine ray")
+        raise InputError("--address and --workers are options of --engine ray")
     tasks = parse_tasks(args.tasks, seed=args.seed, pair_features=args.pair_features,
                         layout="line" if args.groups_per_line else "column", product=args.product)
     methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_float, positive_int
+from embedlab.errors import InputError, InputTypeError
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
@@ -25,7 +26,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     spec = args.spec if args.spec.startswith("match:") else f"match:{args.spec}"
     method = embedlab.load(spec)
     if not isinstance(method, MatchingMethod):
-        raise TypeError(f"explain needs a match spec (match:MODEL,...), got {args.spec!r}")
+        raise InputTypeError(f"explain needs a match spec (match:MODEL,...), got {args.spec!r}")
     explanation = method.explain(args.text_a, args.text_b)
     if args.format in ("json", "csv"):  # one row per token, each with the pair's similarity
         columns = ("similarity", *explanation.COLUMNS)
@@ -67,14 +68,14 @@ def read_lines(path: Path, what: str) -> list[str]:
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+        raise InputError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     for number, line in enumerate(lines, start=1):
         if not line.strip():
-            raise ValueError(f"{path}, line {number}: empty {what[:-1]} (BERTScore is undefined for an empty text)")
+            raise InputError(f"{path}, line {number}: empty {what[:-1]} (BERTScore is undefined for an empty text)")
     return lines
 
 
@@ -86,9 +87,9 @@ def _cmd_bertscore(args: argparse.Namespace) -> int:
 
     cands, refs = read_lines(Path(args.cands), "candidates"), read_lines(Path(args.refs), "references")
     if len(cands) != len(refs):
-        raise ValueError(f"{args.cands} has {len(cands)} lines but {args.refs} has {len(refs)}: one reference per candidate")
+        raise InputError(f"{args.cands} has {len(cands)} lines but {args.refs} has {len(refs)}: one reference per candidate")
     if not cands:
-        raise ValueError(f"{args.cands} and {args.refs} hold no lines")
+        raise InputError(f"{args.cands} and {args.refs} hold no lines")
     model = load_model(args.model)
     layer = resolve_layer(model, args.layer)
     precision, recall, f1 = bertscore(cands, refs, model=model, layer=layer, idf=args.idf, rescale=args.rescale,

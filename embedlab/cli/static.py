@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from embedlab.cli.arguments import add_quiet
+from embedlab.errors import InputError
 
 
 def _cmd_export_static(args: argparse.Namespace) -> int:
@@ -22,10 +23,10 @@ def _cmd_export_static(args: argparse.Namespace) -> int:
     plan = plan_export(method)  # refuses a non-static spec before anything is loaded or computed
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"--out {out} exists and is not an empty folder; choose a new folder")
+        raise InputError(f"--out {out} exists and is not an empty folder; choose a new folder")
     texts = Corpus(args.fit_on, "auto").read_all()[1] if args.fit_on else None
     if plan.needs_target_texts and texts is None:
-        raise ValueError(f"{method.spec} fits statistics on the target texts (idf-target or a post-processing step "
+        raise InputError(f"{method.spec} fits statistics on the target texts (idf-target or a post-processing step "
                          "without @ref): give them with --fit-on FILE")
     config = export_static(method, out, texts)
     folded = [*plan.affine_steps, *(["token weights/filters"] if plan.token_scales else [])]

@@ -2,8 +2,10 @@
 
 import json
 
+from embedlab.errors import InputError
 
-class DataFormatError(ValueError):
+
+class DataFormatError(InputError):
     """A data file whose content does not have the expected format (the message names file and line).
 
     Defined here, at the bottom of the package, so that every reader (the shared-dataset loaders,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledTexts
 from embedlab.data.reading import check_rows, file_lines
@@ -21,7 +22,7 @@ CLUSTERING_SETS = ("agnews", "biomedical", "googlenews_ts", "searchsnippets", "s
 def clustering_set(name: str) -> LabelledTexts:
     """A short-text clustering set: ``label<TAB>text`` lines (labels renumbered 0..C-1 in sorted order)."""
     if name not in CLUSTERING_CLASSES:
-        raise ValueError(f"unknown clustering set {name!r}; expected one of {', '.join(CLUSTERING_CLASSES)}")
+        raise InputError(f"unknown clustering set {name!r}; expected one of {', '.join(CLUSTERING_CLASSES)}")
     path = data_path("clustering", f"{name}.tsv")
     raw_labels, texts = [], []
     for number, line in enumerate(file_lines(path), start=1):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from embedlab.data import DataFormatError, json_object, unicode_problem
+from embedlab.errors import InputError
 
 # Position after a record: (byte offset, line number) for line formats, (row index, row index) for Parquet.
 Position = tuple[int, int]
@@ -63,7 +64,7 @@ def corpus_format(path: str | Path, requested: str = "auto") -> str:
     requested = _FORMAT_ALIASES.get(requested, requested)
     if requested != "auto":
         if requested not in FORMATS:
-            raise ValueError(f"unknown input format {requested!r}; choose one of: auto, {', '.join(FORMATS)}")
+            raise InputError(f"unknown input format {requested!r}; choose one of: auto, {', '.join(FORMATS)}")
         return requested
     return _SUFFIX_FORMATS.get(Path(str(path)).suffix.lower(), "txt")
 
@@ -78,7 +79,7 @@ class Corpus:
         self.format = corpus_format("-" if self.stdin else self.path, input_format)
         if self.stdin:
             if self.format == "parquet":
-                raise ValueError("Parquet input cannot come from standard input; give the file's path")
+                raise InputError("Parquet input cannot come from standard input; give the file's path")
             return
         if self.path.is_symlink() and not self.path.exists():
             try:
@@ -103,7 +104,7 @@ class Corpus:
         rather than silently mixed with vectors of the old one, wherever the change is and whatever the
         size and mtime say."""
         if self.stdin:
-            raise ValueError("standard input has no identity to resume from; write the texts to a file first")
+            raise InputError("standard input has no identity to resume from; write the texts to a file first")
         stat = self.path.stat()
         if not _stat.S_ISREG(stat.st_mode):
             kind = "a named pipe" if _stat.S_ISFIFO(stat.st_mode) else "a device" if _stat.S_ISCHR(stat.st_mode) or _stat.S_ISBLK(stat.st_mode) else "a socket or other special file"
@@ -120,7 +121,7 @@ class Corpus:
         """Read every record once: validate it, check the ids (one kind, no repeats), count the texts and
         note the position where every ``shard_size``-th record starts."""
         if shard_size is not None and shard_size < 1:
-            raise ValueError(f"shard size must be a positive integer, got {shard_size}")
+            raise InputError(f"shard size must be a positive integer, got {shard_size}")
         ids, count, starts, previous = _IdCheck(self.source), 0, [], START
         for record in self.records():
             ids.add(record)
@@ -147,7 +148,7 @@ class Corpus:
             return
         if self.stdin:
             if start != START:
-                raise ValueError("standard input can only be read from its start")
+                raise InputError("standard input can only be read from its start")
             if sys.stdin is None or sys.stdin.closed:
                 raise DataFormatError("standard input is closed; pipe the texts in, or give --input FILE")
             yield from self._line_records(sys.stdin.buffer, start)

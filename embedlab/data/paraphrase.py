@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledPairs
 from embedlab.data.reading import check_rows, file_lines, json_lines, read_text, senteval_text, split_fields
@@ -19,7 +20,7 @@ from embedlab.runtime import data_path
 def mrpc(split: str) -> LabelledPairs:
     """MRPC as SentEval reads it: ``train`` (4,076) or ``test`` (1,725) of msr_paraphrase_*.txt."""
     if split not in ("train", "test"):
-        raise ValueError(f"unknown MRPC split {split!r}; expected train or test (or use mrpc_glue_train())")
+        raise InputError(f"unknown MRPC split {split!r}; expected train or test (or use mrpc_glue_train())")
     path = data_path("paraphrase", "mrpc", f"msr_paraphrase_{split}.txt")
     first, second, labels = [], [], []
     for number, line in enumerate(file_lines(path)[1:], start=2):

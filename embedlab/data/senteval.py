@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledTexts
 from embedlab.data.reading import check_rows, file_lines, senteval_text
@@ -23,7 +24,7 @@ def senteval_binary(name: str) -> LabelledTexts:
     """MR, CR, SUBJ or MPQA: one sentence per line, one file per class (class 0 first, as SentEval)."""
     name = name.lower()
     if name not in BINARY_FILES:
-        raise ValueError(f"unknown SentEval binary set {name!r}; expected one of {', '.join(BINARY_FILES)}")
+        raise InputError(f"unknown SentEval binary set {name!r}; expected one of {', '.join(BINARY_FILES)}")
     folder, negative, positive = BINARY_FILES[name]
     texts, labels = [], []
     for label, file in enumerate((negative, positive)):
@@ -63,7 +64,7 @@ def trec(split: str) -> LabelledTexts:
     """TREC ``train`` (5,452) / ``test`` (500): ``COARSE:fine question``, coarse label only (SentEval)."""
     files = {"train": "train_5500.label", "test": "TREC_10.label"}
     if split not in files:
-        raise ValueError(f"unknown TREC split {split!r}; expected train or test")
+        raise InputError(f"unknown TREC split {split!r}; expected train or test")
     path = data_path("senteval", "TREC", files[split])
     texts, labels = [], []
     for number, line in enumerate(file_lines(path), start=1):

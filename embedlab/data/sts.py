@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledPairs, ScoredPairs
 from embedlab.data.reading import check_rows, file_lines, parse_number, split_fields
@@ -20,7 +21,7 @@ def sts_year(year: str) -> list[ScoredPairs]:
     """One STS year (``sts12`` … ``sts16``): a :class:`ScoredPairs` per subset, unscored pairs skipped."""
     year = year.lower()
     if year not in STS_YEARS:
-        raise ValueError(f"unknown STS year {year!r}; expected one of {', '.join(STS_YEARS)}")
+        raise InputError(f"unknown STS year {year!r}; expected one of {', '.join(STS_YEARS)}")
     folder = data_path("sts", year.upper())
     subsets = []
     for gold_path in sorted(folder.glob("STS.gs.*.txt")):
@@ -65,7 +66,7 @@ SICK_LABELS = ["CONTRADICTION", "NEUTRAL", "ENTAILMENT"]
 
 def _sick_rows(split: str) -> tuple[Path, list[list[str]]]:
     if split not in SICK_FILES:
-        raise ValueError(f"unknown SICK split {split!r}; expected one of {', '.join(SICK_FILES)}")
+        raise InputError(f"unknown SICK split {split!r}; expected one of {', '.join(SICK_FILES)}")
     path = data_path("sts", "SICK", SICK_FILES[split])
     lines = file_lines(path)
     rows = [split_fields(line, path, number, 5) for number, line in enumerate(lines[1:], start=2)]

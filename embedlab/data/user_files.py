@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.data import DataFormatError, unicode_problem
 from embedlab.data.containers import GroupedTexts, LabelledTexts, ScoredPairs, grouped
 from embedlab.data.reading import file_lines, json_lines, parse_number, read_text
@@ -191,7 +192,7 @@ def load_grouped_texts(path: str | Path, layout: str = "column") -> GroupedTexts
     Groups with one text give no positives.
     """
     if layout not in ("column", "line"):
-        raise ValueError(f"unknown grouped-texts layout {layout!r}; expected 'column' or 'line'")
+        raise InputError(f"unknown grouped-texts layout {layout!r}; expected 'column' or 'line'")
     file = _user_path(path)
     texts: list[str] = []
     groups: list = []

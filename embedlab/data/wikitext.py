@@ -19,6 +19,7 @@ from pathlib import Path
 
 from embedlab.data import DataFormatError
 from embedlab.data.sentences import split_sentences
+from embedlab.errors import InputError
 from embedlab.runtime import atomic_write_bytes, building, cache_dir, cached, data_path
 
 # Tokens per split as published with WikiText-2 (words plus one end-of-line token per line).
@@ -38,7 +39,7 @@ def detokenize(line: str, unk_token: str = "<unk>") -> str:
 def wikitext2_file(split: str) -> Path:
     """The file of WikiText-2 ``split``, after checking its token count against the published one."""
     if split not in WIKITEXT_TOKENS:
-        raise ValueError(f"unknown WikiText-2 split {split!r}; choose one of {WIKITEXT_SPLITS}")
+        raise InputError(f"unknown WikiText-2 split {split!r}; choose one of {WIKITEXT_SPLITS}")
     path = data_path("corpus", "wikitext-2", f"{split}.txt")
     _check_token_count(str(path), split)
     return path

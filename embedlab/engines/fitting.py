@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from embedlab.errors import InputError
 from embedlab.methods.base import EmbeddingMethod, VectorMethod
 from embedlab.registry import load
 from embedlab.pooling.postprocess import make_step
@@ -24,7 +25,7 @@ def load_vector_method(spec: str) -> VectorMethod:
     """The method of ``spec``, refused when it has no vectors (pairwise families such as ``match:``)."""
     method = load(spec)
     if method.pairwise or not isinstance(method, VectorMethod):
-        raise ValueError(f"{method.spec} is a pairwise method: it scores text pairs and has no vectors to embed")
+        raise InputError(f"{method.spec} is a pairwise method: it scores text pairs and has no vectors to embed")
     return method
 
 

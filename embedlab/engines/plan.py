@@ -8,6 +8,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from embedlab.errors import InputError
 from embedlab.data.corpus import Corpus, CorpusScan
 
 # Both engines encode a shard in the same slices (one ``encode`` call each, on this process or on an
@@ -42,5 +43,5 @@ def read_plan(corpus: Corpus, plan: ShardPlan) -> tuple[list[int | str], list[st
     """The ids and texts of one shard, read from its start position (nothing before it is decoded)."""
     records = list(itertools.islice(corpus.records(plan.start), plan.rows))
     if len(records) != plan.rows:
-        raise ValueError(f"{corpus.source} changed while embedding: shard {plan.index} has {len(records)} texts, expected {plan.rows}")
+        raise InputError(f"{corpus.source} changed while embedding: shard {plan.index} has {len(records)} texts, expected {plan.rows}")
     return [record.id for record in records], [record.text for record in records]

@@ -27,6 +27,7 @@ from embedlab.data.corpus import Corpus, CorpusScan
 from embedlab.engines.fitting import fit_parts, fittable_parts, load_vector_method, needs_corpus_fit, restore_parts
 from embedlab.engines.plan import ShardPlan, read_plan, shard_plans, slice_rows
 from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, LAYOUT_VERSION, OutputFolder, fitted_name, sha256_file
+from embedlab.errors import InputError
 from embedlab.methods.base import VectorMethod
 from embedlab.version import code_version
 
@@ -78,9 +79,9 @@ def embed_corpus(
     local Ray is started with ``workers`` CPUs); the folder is the same either way, and either engine
     resumes the other's run. Read the result with :func:`embedlab.engines.read_shards`."""
     if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+        raise InputError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if shard_size < 1 or batch_size < 1:
-        raise ValueError("shard size and batch size must be positive integers")
+        raise InputError("shard size and batch size must be positive integers")
     runtime.keep_large_allocations_apart()  # resident memory independent of the corpus's length
     corpus = Corpus(input_path, input_format)
     identity = corpus.identity()
@@ -94,7 +95,7 @@ def embed_corpus(
     }
     scan = corpus.scan(shard_size)
     if scan.count == 0:
-        raise ValueError(f"{corpus.source} holds no texts")
+        raise InputError(f"{corpus.source} holds no texts")
     folder.prepare(expected, overwrite, check_only=True)  # refuse another run's folder before writing anything
     plans = shard_plans(scan, shard_size)
     if not folder.path.exists():  # a new folder: the whole run must fit (a resumed one is checked under the lock)
@@ -159,7 +160,7 @@ def _fitted_states(method: VectorMethod, corpus: Corpus, folder: OutputFolder, m
         for entry in manifest["fitted"]:
             path = folder.path / entry["file"]
             if not path.is_file() or sha256_file(path) != entry["sha256"]:
-                raise ValueError(f"{path} is missing or damaged; rerun with --overwrite to fit and embed again")
+                raise InputError(f"{path} is missing or damaged; rerun with --overwrite to fit and embed again")
             states.append(path.read_bytes())
         restore_parts(method, states)
         return states

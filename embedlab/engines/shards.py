@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from embedlab import runtime
+from embedlab.errors import InputError
 
 ENGINES = ("local", "ray")
 DEFAULT_SHARD_SIZE = 10_000
@@ -58,7 +59,7 @@ def same_path(first: Path, second: Path) -> bool:
         return False
 
 
-class OutputFolderError(ValueError):
+class OutputFolderError(InputError):
     """An output folder that cannot take this run (another run's folder, not a folder, not writable, too small)."""
 
 
@@ -296,7 +297,7 @@ def _entry_path(output: OutputFolder, entry: dict) -> Path:
     """The shard file a manifest entry names, which must be a plain file name inside the folder."""
     name = entry.get("file")
     if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
-        raise ValueError(f"{output.manifest_path}: shard {entry.get('index')}'s entry names a file outside the folder ({str(name)[:80]!r}); "
+        raise InputError(f"{output.manifest_path}: shard {entry.get('index')}'s entry names a file outside the folder ({str(name)[:80]!r}); "
                          "the manifest is not this folder's")
     return output.path / name
 
@@ -323,7 +324,7 @@ def read_shards(folder: str | Path, *, partial: bool = False) -> tuple:
     done = sum(expected_rows[index] for index in listed)
     if (missing or not manifest.get("complete")) and not partial:
         first = f"; shard {missing[0]} is missing" if missing else ""
-        raise ValueError(f"{output.path} is not complete: {done} of {texts} texts are finished{first} "
+        raise InputError(f"{output.path} is not complete: {done} of {texts} texts are finished{first} "
                          "(rerun embed to finish it, or read_shards(..., partial=True) for the finished rows with a mask)")
     vectors = np.zeros((texts, dimension), np.float32) if partial else None
     mask = np.zeros(texts, dtype=bool)
@@ -350,7 +351,7 @@ def _manifest_layout(output: OutputFolder, manifest: dict) -> tuple[int, int, in
         texts, shard_size, dimension = int(manifest["texts"]), int(manifest["shard_size"]), int(manifest["dimension"])
         entries = list(manifest["shards"])
     except (KeyError, TypeError, ValueError) as error:
-        raise ValueError(f"{output.manifest_path} lacks {error} (texts, shard_size, dimension, shards): not a readable manifest") from None
+        raise InputError(f"{output.manifest_path} lacks {error} (texts, shard_size, dimension, shards): not a readable manifest") from None
     return texts, shard_size, dimension, entries
 
 
@@ -362,13 +363,13 @@ def _listed_shards(output: OutputFolder, entries: list, expected_rows: dict[int,
     for entry in entries:
         index = entry.get("index") if isinstance(entry, dict) else None
         if index not in expected_rows:
-            raise ValueError(f"{output.manifest_path}: a shard entry has index {str(index)[:40]}, outside 0…{count - 1}")
+            raise InputError(f"{output.manifest_path}: a shard entry has index {str(index)[:40]}, outside 0…{count - 1}")
         if index in listed:
-            raise ValueError(f"{output.manifest_path}: shard {index} is listed twice")
+            raise InputError(f"{output.manifest_path}: shard {index} is listed twice")
         if entry.get("rows") != expected_rows[index]:
-            raise ValueError(f"{output.manifest_path}: shard {index} lists {str(entry.get('rows'))[:20]} rows, expected {expected_rows[index]}")
+            raise InputError(f"{output.manifest_path}: shard {index} lists {str(entry.get('rows'))[:20]} rows, expected {expected_rows[index]}")
         if not isinstance(entry.get("sha256"), str):
-            raise ValueError(f"{output.manifest_path}: shard {index}'s manifest entry has no sha256; it cannot be checked "
+            raise InputError(f"{output.manifest_path}: shard {index}'s manifest entry has no sha256; it cannot be checked "
                              "(rerun embed to rewrite the folder)")
         _entry_path(output, entry)
         listed[index] = entry
@@ -379,9 +380,9 @@ def _checked_shard(output: OutputFolder, entry: dict, dimension: int) -> tuple[l
     """A listed shard's ids and vectors, after checking its file against the manifest's checksum and rows."""
     path = _entry_path(output, entry)
     if not path.is_file() or sha256_file(path) != entry["sha256"]:
-        raise ValueError(f"{path} is missing or does not match its manifest checksum; rerun embed to rewrite it")
+        raise InputError(f"{path} is missing or does not match its manifest checksum; rerun embed to rewrite it")
     shard_ids, shard_vectors = read_shard(path)
     if len(shard_ids) != entry["rows"] or shard_vectors.shape != (entry["rows"], dimension):
-        raise ValueError(f"{path} holds {len(shard_ids)} rows; its manifest entry lists {entry['rows']} "
+        raise InputError(f"{path} holds {len(shard_ids)} rows; its manifest entry lists {entry['rows']} "
                          f"(of dimension {dimension}): the manifest is not this folder's")
     return shard_ids, shard_vectors

@@ -19,6 +19,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from embedlab.errors import InputError, InputTypeError
 from embedlab.evaluation.records import Record
 from embedlab.runtime import cache_key
 from embedlab.runtime.settings import solver_thread_count
@@ -87,11 +88,11 @@ def as_method(model: object) -> Method:
     if all(hasattr(model, name) for name in ("spec", "fingerprint", "pairwise")):
         return model
     if not callable(getattr(model, "encode", None)):
-        raise TypeError(f"{type(model).__name__} has no encode(texts) method, so it cannot be evaluated")
+        raise InputTypeError(f"{type(model).__name__} has no encode(texts) method, so it cannot be evaluated")
     return OwnModel(model)
 
 
-class NotApplicableError(ValueError):
+class NotApplicableError(InputError):
     """The task cannot evaluate this kind of method (e.g. a pairwise method where vectors are needed)."""
 
 
@@ -153,6 +154,9 @@ class Task:
     user_files: ClassVar[bool] = False  # accepts ``family:@FILE``
     parsing_options: ClassVar[tuple[str, ...]] = ()  # the ``options`` that change how a user file is read
     needs_vectors: ClassVar[bool] = True  # False: pairwise methods work through method.similarity_pairs(pairs)
+    # True: the task also scores a method against a reference method (:meth:`against_reference`), which
+    # evaluate() asks for with ``intersections=True`` (the neural-embeddings paper's Eq. 3 for triplets)
+    needs_reference: ClassVar[bool] = False
     headline: ClassVar[str] = ""
     metrics: ClassVar[dict[str, Metric]] = {}
 
@@ -166,7 +170,7 @@ class Task:
         if not dataset.startswith("@"):
             return cls(dataset, **keywords)
         if not cls.user_files:
-            raise ValueError(f"task {cls.name} does not take a user file ({dataset})")
+            raise InputError(f"task {cls.name} does not take a user file ({dataset})")
         path = Path(dataset[1:]).expanduser()
         if not path.exists():  # a folder or an unreadable file fails when hashed, with the OS's reason
             raise FileNotFoundError(f"data file not found: {path.resolve()} (given in --tasks as {cls.name}:{dataset})")
@@ -211,6 +215,11 @@ class Task:
 
     def run(self, method: Method) -> list[Record]:
         raise NotImplementedError
+
+    def against_reference(self, method: Method, reference: Method) -> Record:
+        """``method`` scored against ``reference``, as a record of ``method`` (subset ``vs <reference spec>``);
+        only for a task that declares ``needs_reference``."""
+        raise NotImplementedError(f"task {self.name} does not compare a method with a reference method")
 
     def record(self, method: Method, subset: str, metric: str, value: float, n: int) -> Record:
         return Record(method.spec, self.name, self.dataset, subset, metric, float(value), int(n))

@@ -25,6 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
+from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledPairs, LabelledTexts
 from embedlab.data.paraphrase import mrpc
@@ -94,7 +95,7 @@ def pair_features(u: np.ndarray, v: np.ndarray, kind: str = "senteval") -> np.nd
         return np.hstack([np.abs(u - v), u * v])
     if kind == "full":
         return np.hstack([u, v, np.abs(u - v), u * v])
-    raise ValueError(f"unknown pair features {kind!r}; expected 'senteval' or 'full'")
+    raise InputError(f"unknown pair features {kind!r}; expected 'senteval' or 'full'")
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ class ClassificationTask(Task):
         self.path, self.folds, self.inner_folds, self.seed = path, folds, inner_folds, seed
         self.pair_features = pair_features
         if path is None and dataset not in self.datasets:
-            raise ValueError(f"unknown classification dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
+            raise InputError(f"unknown classification dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
     def _texts(self, method: Method, splits: list[LabelledTexts]) -> list[_Split]:
         vectors = embed(method, *[s.texts for s in splits])

@@ -9,6 +9,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
 
+from embedlab.errors import InputError
 from embedlab.data.clustering import CLUSTERING_CLASSES, clustering_set
 from embedlab.data.containers import LabelledTexts
 from embedlab.data.user_files import load_labelled_texts
@@ -62,7 +63,7 @@ class ClusteringTask(Task):
         super().__init__(dataset)
         self.path, self.runs, self.seed = path, runs, seed
         if path is None and dataset not in CLUSTERING_CLASSES:
-            raise ValueError(f"unknown clustering dataset {dataset!r}; expected one of {', '.join(CLUSTERING_CLASSES)}")
+            raise InputError(f"unknown clustering dataset {dataset!r}; expected one of {', '.join(CLUSTERING_CLASSES)}")
 
     def load(self) -> LabelledTexts:
         return load_labelled_texts(self.path) if self.path else clustering_set(self.dataset)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.data.sts import stsb
 from embedlab.data.summeval import SUMMEVAL_ASPECTS, summeval
 from embedlab.data.user_files import load_scored_pairs
@@ -37,7 +38,7 @@ class CorrelationsTask(Task):
         self.path = path
         self.product = check_product(product)
         if path is None and dataset not in self.datasets:
-            raise ValueError(f"unknown correlations dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
+            raise InputError(f"unknown correlations dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)

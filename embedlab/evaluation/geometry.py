@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from embedlab.errors import InputError
 from embedlab.data.sts import stsb
 from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.evaluation.base import Method, Metric, Task
@@ -29,13 +30,13 @@ def isoscore(points: np.ndarray) -> float:
     """IsoScore of a point cloud of shape (samples, dimensions)."""
     points = np.asarray(points, dtype=np.float64)
     if points.ndim != 2 or points.shape[0] < 2 or points.shape[1] < 2:
-        raise ValueError(f"IsoScore needs at least 2 points in at least 2 dimensions, got shape {points.shape}")
+        raise InputError(f"IsoScore needs at least 2 points in at least 2 dimensions, got shape {points.shape}")
     n = points.shape[1]
     # variances along the principal directions = eigenvalues of the covariance matrix
     variances = np.clip(np.linalg.eigvalsh(np.cov(points, rowvar=False)), 0.0, None)
     norm = np.linalg.norm(variances)
     if norm == 0:
-        raise ValueError("IsoScore is undefined for a point cloud with zero variance")
+        raise InputError("IsoScore is undefined for a point cloud with zero variance")
     scaled = variances * np.sqrt(n) / norm
     defect = np.linalg.norm(scaled - 1.0) / np.sqrt(2 * (n - np.sqrt(n)))
     used_fraction = (n - defect ** 2 * (n - np.sqrt(n))) ** 2 / n ** 2
@@ -53,7 +54,7 @@ def uniformity(points: np.ndarray, t: float = 2.0, block: int = 1024) -> float:
     points = np.asarray(points, dtype=np.float64)
     count = points.shape[0]
     if count < 2:
-        raise ValueError("uniformity needs at least two points")
+        raise InputError("uniformity needs at least two points")
     squared = np.sum(points ** 2, axis=1)
     partial = []
     for start in range(0, count, block):

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from embedlab import runtime
+from embedlab.errors import InputError
 from embedlab.evaluation.alignsim.task import AlignSimTask
 from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task, as_method, method_identity
 from embedlab.evaluation.classification import ClassificationTask
@@ -65,7 +66,7 @@ def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
     """
     items = [s.strip() for s in (selection.split(",") if isinstance(selection, str) else selection) if s.strip()]
     if not items:
-        raise ValueError("no tasks selected")
+        raise InputError("no tasks selected")
     expanded: list[str] = []
     for item in items:
         if item == "all":
@@ -77,12 +78,12 @@ def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
         elif item in TASK_FAMILIES:
             expanded += [f"{item}:{d}" for d in DEFAULT_DATASETS[item]]
         else:
-            raise ValueError(f"unknown task {item!r}; expected one of {', '.join(TASK_FAMILIES)}, all, quick")
+            raise InputError(f"unknown task {item!r}; expected one of {', '.join(TASK_FAMILIES)}, all, quick")
     tasks, seen = [], set()
     for item in expanded:
         family, _, dataset = item.partition(":")
         if family not in TASK_FAMILIES:
-            raise ValueError(f"unknown task {family!r} in {item!r}; expected one of {', '.join(TASK_FAMILIES)}")
+            raise InputError(f"unknown task {family!r} in {item!r}; expected one of {', '.join(TASK_FAMILIES)}")
         if item not in seen:
             seen.add(item)
             tasks.append(TASK_FAMILIES[family].create(dataset, options))
@@ -101,7 +102,7 @@ def _storable(records: list[Record]) -> list[Record]:
     for record in records:
         if math.isnan(record.value):
             warnings.warn(f"{record.task}/{record.dataset} {record.subset} {record.metric} of {record.method} is NaN "
-                          "(undefined, e.g. constant scores); not stored", RuntimeWarning, stacklevel=3)
+                          "(undefined, e.g. constant scores); not stored", RuntimeWarning, stacklevel=4)
         else:
             kept.append(record)
     return kept
@@ -126,66 +127,76 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
     method identity (:func:`~embedlab.evaluation.base.method_identity`: spec, model content, fitted state)
     is reused unless ``force``; one stored with other settings (another seed, other ALIGN-SIM sample
     sizes) or by another identity (another fit, changed model files, an older database) is replaced. Tasks that
-    need vectors are skipped, with the reason, for pairwise methods. ``intersections``: for triplet
-    tasks, also the Eq. 3 intersection of each later method's broken triplets with the first method's.
+    need vectors are skipped, with the reason, for pairwise methods. ``intersections``: for tasks that
+    compare with a reference method (``needs_reference``: triplets' Eq. 3 intersection), also each later
+    method against the first.
     """
     say = log or runtime.status
     methods, tasks = [as_method(method) for method in methods], list(tasks)
     run = EvaluationRun()
-    bar = runtime.progress_bar(total=len(methods) * len(tasks), desc="tasks", unit="task")
+    total = len(methods) * len(tasks)
+    bar = runtime.progress_bar(total=total, desc="tasks", unit="task")
     for number, (method, task) in enumerate(((m, t) for m in methods for t in tasks), start=1):
         bar.set_postfix_str(f"{task.name}/{task.dataset} {method.spec}", refresh=False)
-        if not task.applies_to(method):
-            reason = f"{method.spec} is a pairwise method; {task.name} needs embedding vectors"
-            run.skipped.append((method.spec, task.name, task.dataset, reason))
-            say(f"skip {task.name}/{task.dataset} for {method.spec}: {reason}")
-            bar.update()
-            continue
-        settings = task.settings()
-        identity = method_identity(method)
-        stored_settings = db.settings(method.spec, task.name, task.dataset) if db is not None else None
-        if stored_settings is not None and db.identities(method.spec, task.name, task.dataset) != {identity}:
-            stored_settings = _OTHER_IDENTITY
-        if stored_settings == settings and not force:
-            stored = [r for r in db.records(method.spec, task.name, task.dataset) if not r.subset.startswith("vs ")]
-            run.records += stored
-            run.reused.append((method.spec, task.name, task.dataset))
-            say(f"reuse {task.name}/{task.dataset} for {method.spec} ({len(stored)} stored records)")
-            bar.update()
-            continue
-        if stored_settings is not None and stored_settings != settings:
-            db.delete(method.spec, task.name, task.dataset)  # computed with other settings: never mixed
-        say(f"run {task.name}/{task.dataset} for {method.spec}")
-        started = time.perf_counter()
-        records = task.run(method)
-        if db is not None:
-            db.add(_storable(records), fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None,
-                   identity=identity)
-        run.records += records
+        done = _evaluate_one(run, method, task, db=db, force=force, seed=seed, say=say)
         bar.update()
-        say(f"done {task.name}/{task.dataset} for {method.spec} in {time.perf_counter() - started:.1f} s "
-            f"({number}/{len(methods) * len(tasks)} tasks)")
+        if done:
+            say(f"{done} ({number}/{total} tasks)")
     bar.close()
     if intersections and len(methods) > 1:
-        reference = methods[0]
         for task in tasks:
-            if not isinstance(task, TripletsTask) or not task.applies_to(reference):
-                continue
-            for other in methods[1:]:
-                if not task.applies_to(other):
-                    continue
-                subset = f"vs {reference.spec}"
-                pair_identity = runtime.cache_key("intersection", method_identity(other), method_identity(reference))
-                if db is not None and not force:
-                    rows = [row for row in db.provenance(other.spec, task.name, task.dataset) if row["subset"] == subset]
-                    stored = [Record(*(row[key] for key in ("method", "task", "dataset", "subset", "metric", "value", "n")))
-                              for row in rows if row["identity"] == pair_identity]
-                    if stored and len(stored) == len(rows):
-                        run.records += stored
-                        continue
-                record = task.intersection(other, reference)
-                if db is not None:
-                    db.add(_storable([record]), fingerprint=other.fingerprint, seed=seed, extra={"reference": reference.spec},
-                           identity=pair_identity)
-                run.records.append(record)
+            if task.needs_reference and task.applies_to(methods[0]):
+                for other in methods[1:]:
+                    if task.applies_to(other):
+                        run.records += _against_reference(task, other, methods[0], db=db, force=force, seed=seed)
     return run
+
+
+def _evaluate_one(run: EvaluationRun, method: Method, task: Task, *, db, force: bool, seed: int,
+                  say: Callable[[str], None]) -> str | None:
+    """Skip, reuse or run ``task`` for ``method``, adding to ``run``; the closing line of a fresh run (None
+    when nothing ran)."""
+    if not task.applies_to(method):
+        reason = f"{method.spec} is a pairwise method; {task.name} needs embedding vectors"
+        run.skipped.append((method.spec, task.name, task.dataset, reason))
+        say(f"skip {task.name}/{task.dataset} for {method.spec}: {reason}")
+        return None
+    settings = task.settings()
+    identity = method_identity(method)
+    stored_settings = db.settings(method.spec, task.name, task.dataset) if db is not None else None
+    if stored_settings is not None and db.identities(method.spec, task.name, task.dataset) != {identity}:
+        stored_settings = _OTHER_IDENTITY
+    if stored_settings == settings and not force:
+        stored = [r for r in db.records(method.spec, task.name, task.dataset) if not r.subset.startswith("vs ")]
+        run.records += stored
+        run.reused.append((method.spec, task.name, task.dataset))
+        say(f"reuse {task.name}/{task.dataset} for {method.spec} ({len(stored)} stored records)")
+        return None
+    if stored_settings is not None and stored_settings != settings:
+        db.delete(method.spec, task.name, task.dataset)  # computed with other settings: never mixed
+    say(f"run {task.name}/{task.dataset} for {method.spec}")
+    started = time.perf_counter()
+    records = task.run(method)
+    if db is not None:
+        db.add(_storable(records), fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None,
+               identity=identity)
+    run.records += records
+    return f"done {task.name}/{task.dataset} for {method.spec} in {time.perf_counter() - started:.1f} s"
+
+
+def _against_reference(task: Task, method: Method, reference: Method, *, db, force: bool, seed: int) -> list[Record]:
+    """``task``'s comparison of ``method`` with ``reference``: the stored records of this pair of identities,
+    or the comparison computed now and stored."""
+    subset = f"vs {reference.spec}"
+    pair_identity = runtime.cache_key("intersection", method_identity(method), method_identity(reference))
+    if db is not None and not force:
+        rows = [row for row in db.provenance(method.spec, task.name, task.dataset) if row["subset"] == subset]
+        stored = [Record(*(row[key] for key in ("method", "task", "dataset", "subset", "metric", "value", "n")))
+                  for row in rows if row["identity"] == pair_identity]
+        if stored and len(stored) == len(rows):
+            return stored
+    record = task.against_reference(method, reference)
+    if db is not None:
+        db.add(_storable([record]), fingerprint=method.fingerprint, seed=seed, extra={"reference": reference.spec},
+               identity=pair_identity)
+    return [record]

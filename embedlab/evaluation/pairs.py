@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.data.containers import LabelledPairs
 from embedlab.data.paraphrase import mrpc_glue_train, paws_wiki, qqp
 from embedlab.data.sts import stsb
@@ -78,7 +79,7 @@ def count_wrong_tuples(similar: np.ndarray, different: np.ndarray) -> PairCounts
     """Tuples (s, d) with ``similar[s] <= different[d]``, counted with one sort and a binary search."""
     similar, different = np.asarray(similar, dtype=np.float64), np.asarray(different, dtype=np.float64)
     if similar.size == 0 or different.size == 0:
-        raise ValueError(f"pairs need both similar ({similar.size}) and non-similar ({different.size}) pairs")
+        raise InputError(f"pairs need both similar ({similar.size}) and non-similar ({different.size}) pairs")
     ordered = np.sort(different)
     # different values >= s  =  all minus those strictly below s
     at_least = ordered.size - np.searchsorted(ordered, similar, side="left")
@@ -104,7 +105,7 @@ class PairsTask(Task):
         self.path = path
         self.product = check_product(product)
         if path is None and dataset not in PAIR_SETS:
-            raise ValueError(f"unknown pairs dataset {dataset!r}; expected one of {', '.join(PAIR_SETS)}")
+            raise InputError(f"unknown pairs dataset {dataset!r}; expected one of {', '.join(PAIR_SETS)}")
 
     def load(self) -> SimilarPairs:
         if self.path is None:
@@ -112,7 +113,7 @@ class PairsTask(Task):
         scored = load_scored_pairs(self.path)
         labels = set(np.unique(scored.scores).tolist())
         if not labels <= {0.0, 1.0}:
-            raise ValueError(f"{self.path}: pairs need labels 0 (non-similar) and 1 (similar), found {sorted(labels)[:5]}")
+            raise InputError(f"{self.path}: pairs need labels 0 (non-similar) and 1 (similar), found {sorted(labels)[:5]}")
         pairs = scored.pairs()
         return SimilarPairs(self.dataset, [p for p, s in zip(pairs, scored.scores) if s == 1.0],
                             [p for p, s in zip(pairs, scored.scores) if s == 0.0])

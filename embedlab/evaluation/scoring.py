@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from embedlab import runtime
+from embedlab.errors import InputError
 from embedlab.evaluation.base import Method, NotApplicableError, method_identity
 
 _STORE = runtime.ArrayStore("eval")
@@ -43,7 +44,7 @@ PRODUCTS = ("cosine", "dot")  # the embedding product of seed 0's tasks: unit-no
 
 def check_product(product: str) -> str:
     if product not in PRODUCTS:
-        raise ValueError(f"unknown product {product!r}; expected one of {', '.join(PRODUCTS)}")
+        raise InputError(f"unknown product {product!r}; expected one of {', '.join(PRODUCTS)}")
     return product
 
 
@@ -72,10 +73,10 @@ def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32) 
     def compute() -> np.ndarray:
         vectors = np.asarray(method.encode(texts, batch_size=batch_size, show_progress_bar=runtime.show_progress()), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise ValueError(f"{method.spec!r}.encode returned shape {vectors.shape} for {len(texts)} texts")
+            raise InputError(f"{method.spec!r}.encode returned shape {vectors.shape} for {len(texts)} texts")
         if not np.all(np.isfinite(vectors)):
             bad = int(np.flatnonzero(~np.all(np.isfinite(vectors), axis=1))[0])
-            raise ValueError(f"{method.spec!r}.encode returned a non-finite embedding for text {bad}: {texts[bad][:80]!r}")
+            raise InputError(f"{method.spec!r}.encode returned a non-finite embedding for text {bad}: {texts[bad][:80]!r}")
         return vectors
 
     return _STORE.get(_cache_key(method, "encode", texts), compute)
@@ -87,10 +88,10 @@ def _score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int) 
     def compute() -> np.ndarray:
         scores = np.asarray(method.similarity_pairs(pairs, batch_size=batch_size, show_progress_bar=runtime.show_progress()), dtype=np.float32)
         if scores.shape != (len(pairs),):
-            raise ValueError(f"{method.spec!r}.similarity_pairs returned shape {scores.shape} for {len(pairs)} pairs")
+            raise InputError(f"{method.spec!r}.similarity_pairs returned shape {scores.shape} for {len(pairs)} pairs")
         if not np.all(np.isfinite(scores)):
             bad = int(np.flatnonzero(~np.isfinite(scores))[0])
-            raise ValueError(f"{method.spec!r}.similarity_pairs returned a non-finite score for pair {bad}")
+            raise InputError(f"{method.spec!r}.similarity_pairs returned a non-finite score for pair {bad}")
         return scores
 
     return _STORE.get(_cache_key(method, "similarity", [text for pair in pairs for text in pair]), compute)
@@ -156,6 +157,6 @@ class PairScorer:
 def pair_scores(method: Method, first: Sequence[str], second: Sequence[str], product: str = "cosine") -> np.ndarray:
     """The similarity of each (first[i], second[i]) pair (see :class:`PairScorer`)."""
     if len(first) != len(second):
-        raise ValueError(f"{len(first)} first texts but {len(second)} second texts")
+        raise InputError(f"{len(first)} first texts but {len(second)} second texts")
     pairs = list(zip(first, second))
     return PairScorer(method, pairs).similarity(pairs, product)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from embedlab.errors import InputError
 from embedlab.data.containers import ScoredPairs
 from embedlab.data.sts import sick_relatedness, sts_year, stsb
 from embedlab.data.user_files import load_scored_pairs
@@ -25,7 +26,7 @@ def correlations(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     if predicted.shape != gold.shape or predicted.ndim != 1:
         raise ValueError(f"predicted shape {predicted.shape} does not match gold shape {gold.shape}")
     if len(gold) < 2:
-        raise ValueError("correlations need at least two scored items")
+        raise InputError("correlations need at least two scored items")
     return {
         "spearman": float(stats.spearmanr(predicted, gold).statistic),
         "pearson": float(stats.pearsonr(predicted, gold).statistic),
@@ -52,7 +53,7 @@ class STSTask(Task):
         super().__init__(dataset)
         self.path = path
         if path is None and dataset not in self.datasets:
-            raise ValueError(f"unknown STS dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
+            raise InputError(f"unknown STS dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
     def load(self) -> list[ScoredPairs]:
         if self.path is not None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.data.containers import GroupedTexts, grouped
 from embedlab.data.paraphrase import mrpc_glue_train
 from embedlab.data.sts import stsb
@@ -166,7 +167,7 @@ def count_triplets(vectors: np.ndarray, data: GroupedTexts, product: str = "cosi
             same_sum += negatives * float(positive_values.sum())
             diff_sum += positives.size * float(row_sums[row] - own_values.sum())
     if total == 0:
-        raise ValueError(f"{data.name}: the grouping defines no triplets (need two groups and a group of two)")
+        raise InputError(f"{data.name}: the grouping defines no triplets (need two groups and a group of two)")
     return TripletCounts(total=total, wrong=wrong, same=same_sum / total, diff=diff_sum / total)
 
 
@@ -215,6 +216,7 @@ class TripletsTask(Task):
     user_files = True
     parsing_options = ("layout",)
     headline = "error"
+    needs_reference = True  # Eq. 3: the intersection of two methods' broken triplets
     metrics = ERROR_COUNT_METRICS | {
         "intersection": Metric("Eq. 3 overlap of this method's broken triplets with the reference method's, 0–1", "", unit="fraction"),
     }
@@ -225,7 +227,7 @@ class TripletsTask(Task):
         self.layout = layout if path is not None else "column"  # how a user file lists its groups
         self.product = check_product(product)
         if path is None and dataset not in TRIPLET_SETS:
-            raise ValueError(f"unknown triplet dataset {dataset!r}; expected one of {', '.join(TRIPLET_SETS)}")
+            raise InputError(f"unknown triplet dataset {dataset!r}; expected one of {', '.join(TRIPLET_SETS)}")
 
     def load(self) -> GroupedTexts:
         if self.path is not None:
@@ -246,7 +248,7 @@ class TripletsTask(Task):
             self.record(method, subset, "diff", counts.diff, counts.total),
         ]
 
-    def intersection(self, method_1: Method, method_2: Method) -> Record:
+    def against_reference(self, method_1: Method, method_2: Method) -> Record:
         """Eq. 3 intersection of the two methods' broken triplets, as a record of ``method_1`` (subset
         ``vs <method_2 spec>``)."""
         self.check(method_1)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from embedlab.errors import InputTypeError
 from embedlab.methods.base import VectorMethod
 from embedlab.registry import load
 
@@ -27,7 +28,7 @@ class MTEBEncoder:
     def __init__(self, method: VectorMethod | str) -> None:
         self.method = load(method) if isinstance(method, str) else method
         if not isinstance(self.method, VectorMethod):
-            raise TypeError(f"{self.method.spec} is a pairwise method: MTEB needs one embedding per text")
+            raise InputTypeError(f"{self.method.spec} is a pairwise method: MTEB needs one embedding per text")
 
     @property
     def mteb_model_meta(self) -> Any:

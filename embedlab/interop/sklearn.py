@@ -22,6 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from embedlab.errors import InputError, InputTypeError
 from embedlab.methods.base import VectorMethod
 from embedlab.registry import load
 from embedlab.pooling.postprocess import Chain, make_step, parse_chain
@@ -37,7 +38,7 @@ class Encoder(TransformerMixin, BaseEstimator):
     def fit(self, X: Iterable[str], y=None) -> Encoder:
         method = load(self.spec)
         if not isinstance(method, VectorMethod):
-            raise TypeError(f"{self.spec} is a pairwise method: a pipeline needs one embedding per text")
+            raise InputTypeError(f"{self.spec} is a pairwise method: a pipeline needs one embedding per text")
         self.method_ = method
         return self
 
@@ -61,7 +62,7 @@ class PostProcessing(TransformerMixin, BaseEstimator):
     def fit_transform(self, X: np.ndarray, y=None) -> np.ndarray:
         steps = parse_chain(self.chain)
         if any(on_reference for _, on_reference in steps):
-            raise ValueError(f"post-processing chain {self.chain!r}: '@ref' steps are fitted inside a method spec "
+            raise InputError(f"post-processing chain {self.chain!r}: '@ref' steps are fitted inside a method spec "
                              "(e.g. minilm:post=whiten@ref), not in a pipeline")
         self.chain_ = Chain([make_step(name) for name, _ in steps])
         return self.chain_.fit_transform(np.asarray(X, dtype=np.float32))

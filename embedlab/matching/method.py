@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save as save_numpy
 
-from embedlab.matching.bertscore import PACKAGE_BATCH, check_pairs, check_weighted, input_token_ids, plain_weights, reference_idf
-from embedlab.matching.bertscore import score_sides as score_bertscore_sides
+from embedlab.errors import InputError, InputTypeError
+from embedlab.matching.bertscore_scoring import PACKAGE_BATCH, check_pairs, check_weighted, input_token_ids, plain_weights, reference_idf
+from embedlab.matching.bertscore_scoring import score_sides as score_bertscore_sides
 from embedlab.matching.explain import MatchExplanation, explain_pair
 from embedlab.matching.scoring import MODES, SCORES, TextSide, score_sides
 from embedlab.methods.base import EmbeddingMethod, Family, check_texts, unit_rows
@@ -98,11 +99,11 @@ def read_weights(path: Path | str, vocab_size: int | None = None) -> tuple[np.nd
         metadata = dict(handle.metadata() or {})
         weights = handle.get_tensor("weights").astype(np.float32)
     if weights.ndim != 1:
-        raise ValueError(f"{path}: 'weights' must be one-dimensional, got shape {weights.shape}")
+        raise InputError(f"{path}: 'weights' must be one-dimensional, got shape {weights.shape}")
     if vocab_size is not None and weights.shape[0] != vocab_size:
-        raise ValueError(f"{path}: {weights.shape[0]} weights for a vocabulary of {vocab_size} tokens")
+        raise InputError(f"{path}: {weights.shape[0]} weights for a vocabulary of {vocab_size} tokens")
     if not np.all(np.isfinite(weights)) or (weights < 0).any():
-        raise ValueError(f"{path}: token weights must be finite and non-negative")
+        raise InputError(f"{path}: token weights must be finite and non-negative")
     return weights, metadata
 
 
@@ -116,7 +117,7 @@ def load_learned_weights(model: LoadedModel) -> np.ndarray:
         )
     weights, metadata = read_weights(path, len(model.tokenizer))
     if metadata.get("model_fingerprint") not in (None, model.fingerprint, model.weights_fingerprint):
-        raise ValueError(f"{path} was learned for another model (fingerprint {metadata.get('model_fingerprint')}, not {model.fingerprint})")
+        raise InputError(f"{path} was learned for another model (fingerprint {metadata.get('model_fingerprint')}, not {model.fingerprint})")
     return weights
 
 
@@ -162,7 +163,7 @@ class MatchingMethod(EmbeddingMethod):
         return f"{base}+w{digest}"
 
     def encode(self, *args: object, **kwargs: object) -> np.ndarray:
-        raise TypeError(f"{self.spec} is a pairwise method (token-level matching): it scores text pairs and gives no vectors; use similarity_pairs(pairs)")
+        raise InputTypeError(f"{self.spec} is a pairwise method (token-level matching): it scores text pairs and gives no vectors; use similarity_pairs(pairs)")
 
     def vocabulary_weights(self) -> np.ndarray | None:
         """One weight per vocabulary id (None for weights=none); raises FileNotFoundError for missing learned weights."""
@@ -190,7 +191,7 @@ class MatchingMethod(EmbeddingMethod):
         pairs = list(pairs)
         for position, pair in enumerate(pairs):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise TypeError(f"pair at index {position} is not a (text, text) pair")
+                raise InputTypeError(f"pair at index {position} is not a (text, text) pair")
             check_texts(list(pair))
         if not pairs:
             return np.zeros(0, dtype=np.float32)
@@ -222,7 +223,7 @@ class MatchingMethod(EmbeddingMethod):
     def explain(self, text_a: str, text_b: str) -> MatchExplanation:
         """The numbers behind one pair's score, for printing and plotting (Fig. 2)."""
         if self.weight_kind == "idf-refs":
-            raise ValueError(f"{self.spec}: idf-refs weights come from the references of many pairs; explain one pair "
+            raise InputError(f"{self.spec}: idf-refs weights come from the references of many pairs; explain one pair "
                              "with weights=none (or weights=idf)")
         check_texts([text_a, text_b])
         a, b = self.prepare([text_a, text_b])

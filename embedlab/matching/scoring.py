@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from embedlab.errors import InputError
+
 SCORES = ("2max-2nd", "max", "max-2nd")
 MODES = ("eq2", "bertscore")
 
@@ -41,7 +43,7 @@ def token_scores(matrix: np.ndarray, score: str = "2max-2nd") -> tuple[np.ndarra
     if matrix.ndim != 2 or 0 in matrix.shape:
         raise ValueError(f"a token similarity matrix must be 2-D and non-empty, got shape {matrix.shape}")
     if score not in SCORES:
-        raise ValueError(f"unknown score {score!r}; choose one of: {', '.join(SCORES)}")
+        raise InputError(f"unknown score {score!r}; choose one of: {', '.join(SCORES)}")
     results = []
     for axis in (1, 0):  # rows: maxima over ŝ's tokens; columns: maxima over s's tokens
         first, second = top_two(matrix, axis)
@@ -67,7 +69,7 @@ def pair_score(
 ) -> float:
     """Eq. 2 (``mode=eq2``) or BERTScore F1 (``mode=bertscore``) of one pair's similarity matrix."""
     if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
+        raise InputError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
     scores_a, scores_b = token_scores(matrix, "max" if mode == "bertscore" else score)
     side_a, side_b = weighted_mean(scores_a, weights_a), weighted_mean(scores_b, weights_b)
     if mode == "eq2":

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from embedlab.data import unicode_problem
+from embedlab.errors import InputError, InputTypeError
 from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, Option
 
 
@@ -33,13 +34,13 @@ class Family:
 
 def check_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, (str, bytes)):
-        raise TypeError("texts must be a list of strings, not a single string")
+        raise InputTypeError("texts must be a list of strings, not a single string")
     checked = list(texts)
     for index, text in enumerate(checked):
         if not isinstance(text, str):
-            raise TypeError(f"text at index {index} is {type(text).__name__}, not str")
+            raise InputTypeError(f"text at index {index} is {type(text).__name__}, not str")
         if (problem := unicode_problem(text)) is not None:
-            raise ValueError(f"text at index {index} has a {problem}")
+            raise InputError(f"text at index {index} has a {problem}")
     return checked
 
 
@@ -71,7 +72,7 @@ class EmbeddingMethod:
         raise NotImplementedError
 
     def similarity(self, emb_a: object, emb_b: object = None) -> torch.Tensor:
-        raise TypeError(
+        raise InputTypeError(
             f"{self.spec} is a pairwise method: it has no embeddings to compare; score text pairs with similarity_pairs(pairs)"
         )
 
@@ -88,13 +89,13 @@ def _as_rows(embeddings: object, name: str) -> torch.Tensor:
     """A 2-D float tensor from what sentence-transformers' ``similarity`` accepts (array, tensor, list of either)."""
     if isinstance(embeddings, (list, tuple)):
         if embeddings and isinstance(embeddings[0], (str, tuple, list)):
-            raise TypeError(f"{name} holds texts, not embeddings; score text pairs with similarity_pairs(pairs)")
+            raise InputTypeError(f"{name} holds texts, not embeddings; score text pairs with similarity_pairs(pairs)")
         embeddings = torch.stack([torch.as_tensor(row) for row in embeddings]) if embeddings else torch.zeros(0, 0)
     rows = torch.as_tensor(np.ascontiguousarray(embeddings) if isinstance(embeddings, np.ndarray) else embeddings)
     if rows.ndim == 1:
         rows = rows.unsqueeze(0)
     if rows.ndim != 2:
-        raise ValueError(f"{name} must be one embedding or a matrix of embeddings, got shape {tuple(rows.shape)}")
+        raise InputError(f"{name} must be one embedding or a matrix of embeddings, got shape {tuple(rows.shape)}")
     return rows.to(torch.float32)
 
 
@@ -134,17 +135,17 @@ class VectorMethod(EmbeddingMethod):
         silently ignored."""
         unsupported = sorted(set(kwargs) - _IGNORED_ENCODE_KEYWORDS)
         if unsupported:
-            raise TypeError(f"{self.spec}: encode() got unsupported keyword(s) {', '.join(unsupported)}")
+            raise InputTypeError(f"{self.spec}: encode() got unsupported keyword(s) {', '.join(unsupported)}")
         if prompt or prompt_name:
-            raise ValueError(f"{self.spec}: prompts are not supported (they would change the embeddings); pass the texts as they are")
+            raise InputError(f"{self.spec}: prompts are not supported (they would change the embeddings); pass the texts as they are")
         if precision != "float32":
-            raise ValueError(f"{self.spec}: precision={precision!r} is not supported; only 'float32'")
+            raise InputError(f"{self.spec}: precision={precision!r} is not supported; only 'float32'")
         if output_value != "sentence_embedding":
-            raise ValueError(f"{self.spec}: output_value={output_value!r} is not supported; only 'sentence_embedding'")
+            raise InputError(f"{self.spec}: output_value={output_value!r} is not supported; only 'sentence_embedding'")
         if truncate_dim is not None:
-            raise ValueError(f"{self.spec}: truncate_dim is not supported (the dimension is {self.dimension})")
+            raise InputError(f"{self.spec}: truncate_dim is not supported (the dimension is {self.dimension})")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"{self.spec}: batch_size must be a positive integer, got {str(batch_size)[:40]}")
+            raise InputError(f"{self.spec}: batch_size must be a positive integer, got {str(batch_size)[:40]}")
         single = isinstance(sentences, str)
         texts = check_texts([sentences] if single else sentences)
         if texts:
@@ -167,7 +168,7 @@ class VectorMethod(EmbeddingMethod):
         """Cosine matrix ``(len(emb_a), len(emb_b))`` of two sets of embeddings, as sentence-transformers'
         ``model.similarity`` (a float32 tensor; a zero vector has cosine 0 with everything)."""
         if emb_b is None:
-            raise TypeError("similarity(emb_a, emb_b) compares two sets of embeddings; score text pairs with similarity_pairs(pairs)")
+            raise InputTypeError("similarity(emb_a, emb_b) compares two sets of embeddings; score text pairs with similarity_pairs(pairs)")
         left = torch.nn.functional.normalize(_as_rows(emb_a, "emb_a"), p=2, dim=1)
         right = torch.nn.functional.normalize(_as_rows(emb_b, "emb_b"), p=2, dim=1)
         return left @ right.T
@@ -178,7 +179,7 @@ class VectorMethod(EmbeddingMethod):
         left = torch.nn.functional.normalize(_as_rows(emb_a, "emb_a"), p=2, dim=1)
         right = torch.nn.functional.normalize(_as_rows(emb_b, "emb_b"), p=2, dim=1)
         if left.shape != right.shape:
-            raise ValueError(f"similarity_pairwise needs row-aligned embeddings, got {tuple(left.shape)} and {tuple(right.shape)}")
+            raise InputError(f"similarity_pairwise needs row-aligned embeddings, got {tuple(left.shape)} and {tuple(right.shape)}")
         return (left * right).sum(dim=1)
 
     def similarity_pairs(

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.methods.base import EmbeddingMethod, VectorMethod
 from embedlab.spec import ConcatSpec
 
@@ -18,7 +19,7 @@ class ConcatMethod(VectorMethod):
         self.parts = list(parts)
         pairwise = [str(part.parsed) for part in self.parts if part.pairwise]
         if pairwise:
-            raise ValueError(f"cannot concatenate the pairwise method {pairwise[0]!r}: it gives no vectors")
+            raise InputError(f"cannot concatenate the pairwise method {pairwise[0]!r}: it gives no vectors")
 
     @property
     def fingerprint(self) -> str:

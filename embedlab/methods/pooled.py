@@ -27,6 +27,7 @@ import numpy as np
 from safetensors.numpy import save as safetensors_save
 
 from embedlab.data.wikitext import wikitext2_sentences
+from embedlab.errors import InputError
 from embedlab.methods.base import Family, VectorMethod, check_texts
 from embedlab.models import LoadedModel, ModelTraits, load_model, model_traits
 from embedlab.pooling.aggregation import AGGREGATIONS, FlatTokens
@@ -52,9 +53,9 @@ def _validate_layers(value: str) -> str:
     items = value.split("+")
     for item in items:
         if item != "last" and not item.lstrip("-").isdigit():
-            raise ValueError("layers are integers from -1 to L, or 'last', joined by '+'")
+            raise InputError("layers are integers from -1 to L, or 'last', joined by '+'")
         if item != "last" and int(item) < -1:
-            raise ValueError("the lowest layer is -1 (static token embeddings)")
+            raise InputError("the lowest layer is -1 (static token embeddings)")
     unique = sorted(set(items), key=lambda item: (item == "last", int(item) if item != "last" else 0))
     return "+".join(unique)
 
@@ -64,7 +65,7 @@ def _validate_filter(value: str) -> str:
         return value
     items = set(value.split("+"))
     if items - set(FILTERS):
-        raise ValueError(f"filters are none, biases, or a '+'-joined subset of {', '.join(FILTERS)}")
+        raise InputError(f"filters are none, biases, or a '+'-joined subset of {', '.join(FILTERS)}")
     return "biases" if items == set(FILTERS) else "+".join(name for name in FILTERS if name in items)
 
 
@@ -154,15 +155,15 @@ def check_for_model(model: LoadedModel | ModelTraits, spec: MethodSpec) -> None:
     schema_options = spec.schema.options if spec.schema is not None else {}
     template = spec.get("template") if "template" in schema_options else "none"
     if needs_mask_token(template) and not has_mask:
-        raise ValueError(f"{spec}: template {template} needs a mask token and model {name!r} ({kind}) has none; "
+        raise InputError(f"{spec}: template {template} needs a mask token and model {name!r} ({kind}) has none; "
                          f"use {NO_MASK_ALTERNATIVES}")
     pool = spec.get("pool")
     if pool == "cls" and kind == "decoder":
-        raise ValueError(f"{spec}: pool=cls takes the first token, which in decoder {name!r} has seen only itself; "
+        raise InputError(f"{spec}: pool=cls takes the first token, which in decoder {name!r} has seen only itself; "
                          "use pool=last (the last token, which has seen the whole text) or pool=mean")
     if pool in ("mask", "mean-no-mask") and template in ("none", "prompteol", "metaeol"):
         hint = "pool=last" if template in ("prompteol", "metaeol") else "a T0–T4 template (mask token) or template=echo"
-        raise ValueError(f"{spec}: pool={pool} averages the tokens a template marks, and template={template} marks none; use {hint}")
+        raise InputError(f"{spec}: pool={pool} averages the tokens a template marks, and template={template} marks none; use {hint}")
 
 
 TOKEN_SOURCES: dict[str, Callable[[LoadedModel, MethodSpec], TokenSource]] = {
@@ -270,7 +271,7 @@ class PooledMethod(VectorMethod):
         """Learn the target statistics (idf^T, post-processing) from ``texts``; later encodes reuse them."""
         texts = check_texts(texts)
         if not texts:
-            raise ValueError("fit needs at least one text")
+            raise InputError("fit needs at least one text")
         self.idf_, self.chain_, _ = self._fit_on(texts, batch_size, show_progress_bar)
         return self
 
@@ -325,7 +326,7 @@ class PooledMethod(VectorMethod):
         """Restore statistics saved by ``save_fitted`` for this same method and model."""
         tensors, metadata = read_safetensors(path)
         if metadata.get("spec") != self.spec or metadata.get("fingerprint") != self.model.fingerprint:
-            raise ValueError(
+            raise InputError(
                 f"{path} holds statistics of {metadata.get('spec')!r} (model {metadata.get('fingerprint')}), "
                 f"not of {self.spec!r} (model {self.model.fingerprint})"
             )

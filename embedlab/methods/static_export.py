@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.methods.base import EmbeddingMethod
 from embedlab.methods.pooled import STATIC, PooledMethod
 from embedlab.pooling.postprocess import Chain, fit_chain
@@ -37,7 +38,7 @@ EXPORTABLE_FAMILIES = ("avg", "random", "distil")
 AFFINE_STEPS = ("zscore", "whiten")  # and abtt-D
 
 
-class NotExportableError(ValueError):
+class NotExportableError(InputError):
     """A method whose vectors no model2vec folder reproduces (the message says why and what would)."""
 
 
@@ -118,7 +119,7 @@ def export_static(method: EmbeddingMethod, out: str | Path, fit_texts: Sequence[
                                  "step without @ref): give the texts to fit them on (--fit-on FILE)")
     out = Path(out)
     if out.exists() and any(out.iterdir()):
-        raise ValueError(f"{out} exists and is not empty; choose a new folder")
+        raise InputError(f"{out} exists and is not empty; choose a new folder")
     if fit_texts and not method.is_fitted:
         method.fit(list(fit_texts))
     pipeline = method.pipeline

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from embedlab.errors import InputError
 from embedlab.models.fingerprints import gguf_sha256, model_fingerprint, weight_files, weights_fingerprint
 from embedlab.models.gguf import check_gguf, convert_gguf, converted_gguf_folder, gguf_in
 from embedlab.models.named import NAMED_MODELS, STATIC_MODELS, ModelNotFoundError, check_installed, unknown_model_message
@@ -198,7 +199,7 @@ def load_model(name: str, device: str | None = None) -> LoadedModel:
     config = AutoConfig.from_pretrained(path, local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     if not getattr(tokenizer, "is_fast", False):
-        raise ValueError(f"model {name!r}: embedlab needs a fast tokenizer (tokenizer.json) in {path}")
+        raise InputError(f"model {name!r}: embedlab needs a fast tokenizer (tokenizer.json) in {path}")
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # the per-tensor loading bar is noise for a local folder

@@ -12,6 +12,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from embedlab.errors import UnknownNameError
 from embedlab.models.fingerprints import gguf_sha256
 from embedlab.runtime import building, cache_dir, process_alive
 
@@ -42,7 +43,7 @@ DESCRIPTIONS = {
 }
 
 
-class ModelNotFoundError(LookupError):
+class ModelNotFoundError(UnknownNameError):
     """A model name that is neither a named model, a local folder, nor a cached Hugging Face id."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from embedlab.errors import InputError
 from embedlab.neural.candidates import (
     candidate_cross_entropy,
     candidate_sets,
@@ -109,7 +110,7 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
     hook = None
     if block_mode or need_plain:
         if layout is not None and not layout.block_batched:
-            raise ValueError(f"neural: the batched path cannot tune or read {layout.family}'s last block (not a post-LN block); use the reference path")
+            raise InputError(f"neural: the batched path cannot tune or read {layout.family}'s last block (not a post-LN block); use the reference path")
         norm = layout.block_norm_module(model) if layout is not None else model.bert.encoder.layer[-1].output.LayerNorm
         hook = norm.register_forward_pre_hook(lambda module, args: captured.append(args[0].detach()))
 
@@ -294,7 +295,7 @@ def micro_tune_batched(
 
 def _micro_tune_batched(masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int, need_plain: bool) -> BatchedRun:
     if not batched_supported(options.params, masked_lm.num_layers, masked_lm.layout):
-        raise ValueError(f"neural: the batched path does not cover params {list(options.params)}; use the reference path")
+        raise InputError(f"neural: the batched path does not cover params {list(options.params)}; use the reference path")
     top = BatchedTop(masked_lm, options.params, len(group))
     frozen = frozen_features(masked_lm, group, top.block_mode, need_plain)
     if frozen.multiplicity is None:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import torch
 
+from embedlab.errors import InputError
 from embedlab.runtime import parse_size
 
 DEVICES_HELP = "auto (CUDA where present, else CPU), cpu, cuda or cuda:N"
@@ -52,10 +53,10 @@ def resolve_device(value: str) -> torch.device:
     device = torch.device(value)
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"neural: device={value} but torch sees no CUDA device (torch {torch.__version__}); use device=cpu or auto")
+            raise InputError(f"neural: device={value} but torch sees no CUDA device (torch {torch.__version__}); use device=cpu or auto")
         index = device.index if device.index is not None else torch.cuda.current_device()
         if index >= torch.cuda.device_count():
-            raise ValueError(f"neural: device={value} but torch sees {torch.cuda.device_count()} CUDA device(s)")
+            raise InputError(f"neural: device={value} but torch sees {torch.cuda.device_count()} CUDA device(s)")
         device = torch.device("cuda", index)
     return device
 

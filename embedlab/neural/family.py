@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from embedlab import runtime
+from embedlab.errors import InputError
 from embedlab.methods.base import Family, VectorMethod
 from embedlab.neural.batched import BatchedRun, batched_supported, micro_tune_batched
 from embedlab.neural.candidates import SOFTMAX_MODES
@@ -180,13 +181,13 @@ def embed_texts_variants(
     check_variants(variants, options, masked_lm.num_layers, masked_lm.layout)
     check_parameters(masked_lm.model, options.params)
     if path not in PATHS:
-        raise ValueError(f"neural: path must be 'batched' or 'reference', got {path!r}")
+        raise InputError(f"neural: path must be 'batched' or 'reference', got {path!r}")
     hidden = [variant for variant in variants if variant != "neural"]
     if hidden and path == "reference":
-        raise ValueError("neural: the hidden-layer variants are computed on the batched path only")
+        raise InputError("neural: the hidden-layer variants are computed on the batched path only")
     device = model_device(masked_lm.model)
     if path == "reference" and device.type != "cpu":
-        raise ValueError(f"neural: the reference path runs on the CPU; this model is on {device} (use path=batched or device=cpu)")
+        raise InputError(f"neural: the reference path runs on the CPU; this model is on {device} (use path=batched or device=cpu)")
     indices = list(indices) if indices is not None else list(range(len(texts)))
     causal = masked_lm.layout is not None and masked_lm.layout.causal
     make_inputs = causal_text_inputs if causal else text_inputs
@@ -277,7 +278,7 @@ class NeuralEmbedder:
     def __init__(self, model: str, options: dict[str, str] | None = None, use_cache: bool = True) -> None:
         unknown = set(options or {}) - set(NEURAL_OPTIONS)
         if unknown:
-            raise ValueError(f"neural: unknown option(s) {sorted(unknown)}; valid: {', '.join(NEURAL_OPTIONS)}")
+            raise InputError(f"neural: unknown option(s) {sorted(unknown)}; valid: {', '.join(NEURAL_OPTIONS)}")
         given = options or {}
         self.values = {key: option.canonical(key, given[key]) if key in given else option.default for key, option in NEURAL_OPTIONS.items()}
         self.model_name = model
@@ -305,7 +306,7 @@ class NeuralEmbedder:
         if values["skip-layer"] != "none":
             skip = int(values["skip-layer"])
             if skip >= len(names) or len(names) == 1:
-                raise ValueError(f"neural: skip-layer={skip} needs at least {max(skip + 1, 2)} tuned layers, params has {len(names)}")
+                raise InputError(f"neural: skip-layer={skip} needs at least {max(skip + 1, 2)} tuned layers, params has {len(names)}")
             names = [name for index, name in enumerate(names) if index != skip]
         blueprints = BLUEPRINTS
         if values["skip-blueprint"] != "none":
@@ -336,7 +337,7 @@ class NeuralEmbedder:
         """Where texts are micro-tuned: ``device=`` on the batched path; the reference path runs on the CPU."""
         if self.path == "reference":
             if self.values["device"] not in ("auto", "cpu"):
-                raise ValueError(f"neural: device={self.values['device']} needs the batched path; the reference path runs on the CPU")
+                raise InputError(f"neural: device={self.values['device']} needs the batched path; the reference path runs on the CPU")
             return torch.device("cpu")
         return resolve_device(self.values["device"])
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from embedlab.data.sentences import chunk_token_ids
+from embedlab.errors import InputError, InputTypeError
 from embedlab.neural.head import IGNORE_LABEL
 
 # Fig. 9's blueprints (k kept, m masked): every token is masked 1 + 1 + 2 + 3 = 7 times in all.
@@ -105,13 +106,13 @@ def text_inputs(text: str, tokenizer, max_length: int, blueprints: Sequence[tupl
         return tokenizer(piece, add_special_tokens=False, verbose=False)["input_ids"]
 
     if not isinstance(text, str):
-        raise TypeError(f"{where}: expected a string, got {type(text).__name__}")
+        raise InputTypeError(f"{where}: expected a string, got {type(text).__name__}")
     chunks = [chunk for chunk in chunk_token_ids(text, tokenize, max_length - 2) if chunk]
     if not chunks:
-        raise ValueError(f"{where}: the text is empty (no tokens), a neural embedding needs at least one token")
+        raise InputError(f"{where}: the text is empty (no tokens), a neural embedding needs at least one token")
     rows = [row for chunk in chunks for row in chunk_rows(chunk, blueprints, tokenizer.mask_token_id)]
     if not rows:
-        raise ValueError(f"{where}: no masking blueprint masks any token of this text")
+        raise InputError(f"{where}: no masking blueprint masks any token of this text")
     input_ids, attention = padded_inputs([inputs for inputs, _ in rows], tokenizer)
     labels = torch.full_like(input_ids, IGNORE_LABEL)
     for index, (_, row_labels) in enumerate(rows):
@@ -146,11 +147,11 @@ def causal_text_inputs(text: str, tokenizer, max_length: int, blueprints: Sequen
         return tokenizer(piece, add_special_tokens=False, verbose=False)["input_ids"]
 
     if not isinstance(text, str):
-        raise TypeError(f"{where}: expected a string, got {type(text).__name__}")
+        raise InputTypeError(f"{where}: expected a string, got {type(text).__name__}")
     prefix = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     chunks = [chunk for chunk in chunk_token_ids(text, tokenize, max_length - len(prefix)) if chunk]
     if not chunks:
-        raise ValueError(f"{where}: the text is empty (no tokens), a neural embedding needs at least one token")
+        raise InputError(f"{where}: the text is empty (no tokens), a neural embedding needs at least one token")
     length = max(len(chunk) for chunk in chunks) + len(prefix)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     input_ids = torch.full((len(chunks), length), pad, dtype=torch.long)
@@ -170,5 +171,5 @@ def causal_text_inputs(text: str, tokenizer, max_length: int, blueprints: Sequen
                 labels[row, predictor] = chunk[position]
                 weights[row, predictor] = float(count)
     if not bool((labels != IGNORE_LABEL).any()):
-        raise ValueError(f"{where}: the text has one token and the tokenizer no BOS token, so no token can be predicted from its left context")
+        raise InputError(f"{where}: the text has one token and the tokenizer no BOS token, so no token can be predicted from its left context")
     return TextInputs(input_ids, attention, labels, chunks, weights)

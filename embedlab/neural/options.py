@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from embedlab.errors import InputError
 from embedlab.neural.inputs import BLUEPRINTS
 
 HEAD_VECTORS = (
@@ -49,7 +50,7 @@ def resolve_parameter_names(spec: str, num_layers: int, layout=None) -> list[str
     """
     head, block = head_names(num_layers, layout)
     if spec == "block-dense-bias" and layout is not None and not layout.block_batched:
-        raise ValueError(f"neural: params=block-dense-bias names a post-LN block's output dense bias; {layout.family} has none (use params=block)")
+        raise InputError(f"neural: params=block-dense-bias names a post-LN block's output dense bias; {layout.family} has none (use params=block)")
     presets = {
         "head": list(head),
         "block": list(block),
@@ -60,7 +61,7 @@ def resolve_parameter_names(spec: str, num_layers: int, layout=None) -> list[str
     last = str(num_layers - 1)
     names = [".".join(last if part == "last" else part for part in name.strip().split(".")) for name in spec.split(";") if name.strip()]
     if not names:
-        raise ValueError(f"neural: params={spec!r} names no parameter")
+        raise InputError(f"neural: params={spec!r} names no parameter")
     return names
 
 
@@ -71,12 +72,12 @@ def check_parameters(model: torch.nn.Module, names: Sequence[str]) -> dict[str, 
     for name in names:
         if name not in available:
             close = [candidate for candidate in available if candidate.endswith(name.split(".")[-1])][:6]
-            raise ValueError(f"neural: model has no parameter {name!r} (parameters ending alike: {close})")
+            raise InputError(f"neural: model has no parameter {name!r} (parameters ending alike: {close})")
         if available[name].dim() != 1:
-            raise ValueError(f"neural: parameter {name!r} has shape {tuple(available[name].shape)}; only 1-D parameters are micro-tuned")
+            raise InputError(f"neural: parameter {name!r} has shape {tuple(available[name].shape)}; only 1-D parameters are micro-tuned")
         chosen[name] = available[name]
     if len(set(names)) != len(names):
-        raise ValueError(f"neural: parameter names repeat: {list(names)}")
+        raise InputError(f"neural: parameter names repeat: {list(names)}")
     return chosen
 
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import torch
 
+from embedlab.errors import InputError
 from embedlab.neural.candidates import (
     candidate_cross_entropy,
     candidate_sets,
@@ -52,7 +53,7 @@ def _lowest_tuned_block(names: Sequence[str], num_layers: int) -> int:
         if name.startswith("bert.encoder.layer."):
             lowest = min(lowest, int(name.split(".")[3]))
         elif not name.startswith("cls."):
-            raise ValueError(f"neural: cannot micro-tune parameter {name!r} (not in the encoder, its embeddings or the head)")
+            raise InputError(f"neural: cannot micro-tune parameter {name!r} (not in the encoder, its embeddings or the head)")
     return lowest
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import torch
 
+from embedlab.errors import InputError
 from embedlab.neural.batched import BatchedTop, FrozenFeatures, batched_supported
 from embedlab.neural.options import NeuralOptions, tunes_last_block
 
@@ -37,15 +38,15 @@ def check_variants(variants: Sequence[str], options: NeuralOptions, num_layers: 
     """Raise unless every name is a variant and the tuned ones can be read off a run with ``options``."""
     for variant in variants:
         if variant not in VARIANTS:
-            raise ValueError(f"neural: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+            raise InputError(f"neural: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     hidden = [variant for variant in variants if variant != "neural"]
     if hidden and layout is not None and not layout.block_batched:
-        raise ValueError(
+        raise InputError(
             f"neural: variant {hidden[0]!r} reads a post-LN last block's output (Appendix G); {layout.family} has none, so only variant=neural runs"
         )
     reading_tuned_block = [variant for variant in variants if variant != "neural" and variant not in UNTUNED_VARIANTS]
     if reading_tuned_block and not tunes_last_block(options.params, num_layers, layout):
-        raise ValueError(
+        raise InputError(
             f"neural: variant {reading_tuned_block[0]!r} reads the last block's output, so params must tune the last block (e.g. params=block)"
         )
 

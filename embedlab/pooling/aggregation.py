@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from embedlab.errors import InputError
 from embedlab.tokens.entry import TokenStates
 
 AGGREGATIONS = ("mean", "cls", "max", "mask", "mean-no-mask", "last")
@@ -62,7 +63,7 @@ class FlatTokens:
         lengths = np.array([len(ids) for ids in sequences], dtype=np.int64)
         empty = np.flatnonzero(lengths == 0)
         if empty.size:
-            raise ValueError(f"text at index {int(empty[0])} has no tokens (empty text and a model without special tokens)")
+            raise InputError(f"text at index {int(empty[0])} has no tokens (empty text and a model without special tokens)")
         token_ids = np.concatenate(sequences).astype(np.int64, copy=False) if sequences else np.zeros(0, np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)])
         chunk_start = np.zeros(len(token_ids), dtype=bool)
@@ -140,9 +141,9 @@ def aggregate(matrix: np.ndarray, flat: FlatTokens, weights: np.ndarray, keep: n
         counts = flat.per_text_sum(flat.template_mask.astype(np.int64))
         missing = np.flatnonzero(counts == 0)
         if missing.size:
-            raise ValueError(f"pool=mask needs a template with [MASK] tokens; text at index {int(missing[0])} has none")
+            raise InputError(f"pool=mask needs a template with [MASK] tokens; text at index {int(missing[0])} has none")
         return aggregate(matrix, flat, _renormalise(flat, flat.template_mask.astype(np.float64)), keep, "mean")
-    raise ValueError(f"unknown aggregation {aggregation!r}; choose one of: {', '.join(AGGREGATIONS)}")
+    raise InputError(f"unknown aggregation {aggregation!r}; choose one of: {', '.join(AGGREGATIONS)}")
 
 
 def last_of_chunks(flat: FlatTokens, keep: np.ndarray) -> np.ndarray:
@@ -161,5 +162,5 @@ def _renormalise(flat: FlatTokens, raw: np.ndarray) -> np.ndarray:
     sums = flat.per_text_sum(raw)
     if (sums <= 0).any():
         index = int(np.flatnonzero(sums <= 0)[0])
-        raise ValueError(f"text at index {index} has no token left to aggregate")
+        raise InputError(f"text at index {index} has no token left to aggregate")
     return (raw / sums[flat.text_index()]).astype(np.float32)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from embedlab.errors import InputError
 from embedlab.models import LoadedModel
 from embedlab.runtime import release_free_memory
 from embedlab.runtime.progress import progress_bar
@@ -71,7 +72,7 @@ class TokenSelection:
 
     def __post_init__(self) -> None:
         if self.weighting not in WEIGHTINGS:
-            raise ValueError(f"unknown token weighting {self.weighting!r}; choose one of: {', '.join(WEIGHTINGS)}")
+            raise InputError(f"unknown token weighting {self.weighting!r}; choose one of: {', '.join(WEIGHTINGS)}")
 
     def idf(self, model: LoadedModel, texts: Sequence[str]) -> np.ndarray | None:
         """The idf this weighting uses with ``texts`` as the target: idf^T over them, idf^W, or None."""
@@ -120,7 +121,7 @@ class PoolingPipeline:
                     piece = self._pool_chunk(texts[start:stop], idf, batch_size, False)
                 except ValueError as error:  # "text at index i" of the chunk is text start + i of the call
                     message = re.sub(r"text at index (\d+)", lambda match: f"text at index {int(match[1]) + start}", str(error))
-                    raise ValueError(message) from error
+                    raise (InputError if isinstance(error, InputError) else ValueError)(message) from error
                 if pooled is None:
                     pooled = np.empty((len(texts), piece.shape[1]), dtype=piece.dtype)
                 pooled[start:stop] = piece

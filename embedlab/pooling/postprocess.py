@@ -21,6 +21,7 @@ from safetensors.numpy import save as safetensors_save
 from sklearn.decomposition import PCA
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
+from embedlab.errors import InputError
 from embedlab.runtime import atomic_write_bytes
 
 STEP_NAMES = ("zscore", "quantile-u", "quantile-n", "whiten", "abtt-D", "normalize")
@@ -176,7 +177,7 @@ class AllButTheTop(PostProcessor):
 
     def _fit_with(self, vectors: np.ndarray, solver: str) -> dict[str, np.ndarray]:
         if self.directions >= min(vectors.shape):
-            raise ValueError(f"{self.name} needs more than {self.directions} vectors and dimensions, got {vectors.shape}")
+            raise InputError(f"{self.name} needs more than {self.directions} vectors and dimensions, got {vectors.shape}")
         pca = PCA(n_components=self.directions, svd_solver=solver).fit(vectors)
         return {"mean": pca.mean_, "components": pca.components_}
 
@@ -213,7 +214,7 @@ def make_step(name: str) -> PostProcessor:
     match = _ABTT.match(name)
     if match:
         return AllButTheTop(int(match.group(1)))
-    raise ValueError(f"unknown post-processing step {name!r}; choose from: {', '.join(STEP_NAMES)} (D a positive integer)")
+    raise InputError(f"unknown post-processing step {name!r}; choose from: {', '.join(STEP_NAMES)} (D a positive integer)")
 
 
 def parse_chain(value: str) -> list[tuple[str, bool]]:
@@ -224,7 +225,7 @@ def parse_chain(value: str) -> list[tuple[str, bool]]:
     for item in value.split("+"):
         name, at, where = item.partition("@")
         if at and where != "ref":
-            raise ValueError(f"post-processing step {item!r}: the only fit source suffix is '@ref'")
+            raise InputError(f"post-processing step {item!r}: the only fit source suffix is '@ref'")
         make_step(name)
         steps.append((name, bool(at)))
     return steps

@@ -30,6 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.models import LoadedModel
 from embedlab.pooling.aggregation import FlatTokens
 from embedlab.pooling.static import avg_tables, distilled_table, model_random_table
@@ -64,7 +65,7 @@ def resolve_layers(layers: str, num_layers: int) -> tuple[int, ...]:
     for item in layers.split("+"):
         layer = num_layers if item == "last" else int(item)
         if not -1 <= layer <= num_layers:
-            raise ValueError(f"layer {item} is outside -1..{num_layers} for this model")
+            raise InputError(f"layer {item} is outside -1..{num_layers} for this model")
         resolved.append(layer)
     return tuple(resolved)
 

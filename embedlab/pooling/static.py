@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from embedlab.data.wikitext import wikitext2_paragraphs
+from embedlab.errors import InputError
 from embedlab.models import LoadedModel
 from embedlab.runtime import ArrayStore, memo
 from embedlab.runtime.progress import progress_bar
@@ -118,7 +119,7 @@ def avg_tables(model: LoadedModel, contexts: Sequence[str] | None = None, show_p
     """The cached (L+2, V, d) Avg tables for ``model`` over ``contexts`` (default: WikiText-2 train), read-only."""
     embedding_width = int(model.model.get_input_embeddings().weight.shape[1])
     if embedding_width != model.hidden_size:  # the tables stack the input embeddings (layer -1) with every layer's states
-        raise ValueError(
+        raise InputError(
             f"avg: model {model.name!r} has input embeddings of width {embedding_width} but hidden states of width "
             f"{model.hidden_size} (factorised embeddings, as in ALBERT and ELECTRA); the Avg tables need one width"
         )

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab.errors import InputError
 from embedlab.models import ModelNotFoundError, model_fingerprint, static_model_path
 from embedlab.pooling.aggregation import FlatTokens
 from embedlab.runtime import atomic_write_bytes, cached
@@ -37,7 +38,7 @@ from embedlab.runtime import atomic_write_bytes, cached
 MODEL2VEC_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 
 
-class StaticModelError(ValueError):
+class StaticModelError(InputError):
     """A folder that is not a usable model2vec model (missing files, a table that disagrees with its tokenizer)."""
 
 
@@ -124,7 +125,7 @@ class StaticModelFolder:
             ids, lengths = ids[known], np.bincount(owner[known], minlength=len(texts)).astype(np.int64)
         empty = np.flatnonzero(lengths == 0)
         if empty.size and unk is None:
-            raise ValueError(f"text at index {int(empty[0])} has no tokens (and the tokenizer has no unknown token to stand for it)")
+            raise InputError(f"text at index {int(empty[0])} has no tokens (and the tokenizer has no unknown token to stand for it)")
         if empty.size:  # one placeholder token per empty text, inserted at the text's place
             starts = np.concatenate([[0], np.cumsum(lengths)])[empty]
             ids = np.insert(ids, starts, unk)

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from embedlab.data.wikitext import wikitext2_sentences
+from embedlab.errors import InputError
 from embedlab.runtime import ArrayStore, building, memo
 
 FREQUENT_TOKEN_COUNT = 33
@@ -41,7 +42,7 @@ def document_frequencies(documents: Iterable[np.ndarray], vocab_size: int) -> tu
 
 def idf_from_frequencies(frequencies: np.ndarray, num_documents: int) -> np.ndarray:
     if num_documents < 1:
-        raise ValueError("idf needs at least one document")
+        raise InputError("idf needs at least one document")
     return np.log(num_documents / np.maximum(frequencies, 1)).astype(np.float64)
 
 

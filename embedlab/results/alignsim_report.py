@@ -69,83 +69,105 @@ def sections(results: list[MethodResult], datasets: list[str], paper: bool = Tru
     lines: list[Section] = []
     paraphrase = _datasets_with(results, "c1", datasets)
     if paraphrase:
-        title = "Criterion 1: semantic distinction — % of items passing, averaged over the ε grid (Table 3)"
-        header = ["method"] + [f"{DATASET_TITLES[d]} {m}" for d in paraphrase for m in ("Sim", "NED")]
-        rows = [
-            [result.method]
-            + [_number(_percent(result.value(d, "c1", f"{m}_pass_avg")), 1) for d in paraphrase for m in ("sim", "ned")]
-            for result in results
-        ]
-        if paper:
-            rows.append([PAPER_LABEL] + [_number(v, 1) for d in paraphrase for v in sbert["c1_pass"][d]])
-        lines.append((title, header, rows))
-        for metric, table_name, key in (("sim", "Table 6, cosine", "c1_sim"), ("ned", "Table 7, NED", "c1_ned")):
-            title = f"Criterion 1: mean {metric} of positive and random pairs ({table_name})"
-            header = ["method"] + [f"{DATASET_TITLES[d]} {c}" for d in paraphrase for c in ("Pos", "RND", "Diff")]
-            rows = [
-                [result.method]
-                + [_number(result.value(d, "c1", f"{metric}_{c}_mean"), 4 if metric == "ned" else 3) for d in paraphrase for c in ("pos", "rnd", "diff")]
-                for result in results
-            ]
-            if paper:
-                rows.append([PAPER_LABEL] + [_number(v, 4 if metric == "ned" else 3) for d in paraphrase for v in sbert[key][d]])
-            lines.append((title, header, rows))
+        lines += _criterion1_sections(results, paraphrase, sbert, paper)
     adjustment = [(r.method, r.value("all", "adjustment", "alpha"), r.value("all", "adjustment", "random_ned")) for r in results]
     if any(a is not None for _, a, _ in adjustment):
         lines.append(("Adjustment factors (Eq. 1 α; Eq. 2 mean random-pair NED)", ["method", "α", "mean RND NED"],
                       [[m, _number(a, 4), _number(b, 4)] for m, a, b in adjustment]))
     synonym = _datasets_with(results, "c2", datasets)
     if synonym:
-        for metric, title, key in (("sim", "α-adjusted mean cosine (Table 4)", "c2_sim"), ("ned", "β-adjusted mean NED (Table 8)", "c2_ned")):
-            title = f"Criterion 2: synonym replacement — {title}"
-            header = ["method"] + [f"{DATASET_TITLES[d]} n={n}" for d in synonym for n in N_VALUES]
-            rows = [[r.method] + [_number(r.value(d, f"c2/n={n}", f"{metric}_adjusted")) for d in synonym for n in N_VALUES] for r in results]
-            rows += [[f"{r.method} (raw)"] + [_number(r.value(d, f"c2/n={n}", f"{metric}_mean")) for d in synonym for n in N_VALUES] for r in results]
-            if paper:
-                rows.append([PAPER_LABEL] + [_number(v) for d in synonym for v in sbert[key][d]])
-            lines.append((title, header, rows))
+        lines += _criterion2_sections(results, synonym, sbert, paper)
     if any(r.value("afin", "c4", "sim_mean") is not None for r in results):
-        title = "Criterion 4: paraphrase without negation, AFIN (Tables 5 and 9)"
-        header = ["method", "adjusted Sim (α)", "raw Sim", "adjusted NED (β)", "raw NED", "pairs"]
-        rows = [
-            [
-                r.method,
-                _number(r.value("afin", "c4", "sim_adjusted")),
-                _number(r.value("afin", "c4", "sim_mean")),
-                _number(r.value("afin", "c4", "ned_adjusted")),
-                _number(r.value("afin", "c4", "ned_mean")),
-                str(next((x.n for x in r.records if x.dataset == "afin" and x.metric == "sim_mean"), "–")),
-            ]
-            for r in results
-        ]
-        if paper:
-            rows.append([PAPER_LABEL, _number(sbert["c4_sim"]), "–", _number(sbert["c4_ned"]), "–", "–"])
-        lines.append((title, header, rows))
+        lines.append(_criterion4_section(results, sbert, paper))
     for criterion, subsets, title in (
         ("c3", ["c3"], "Criterion 3: paraphrase vs antonym replacement (Figures 1, 4–9)"),
         ("c5", [f"c5/n={n}" for n in N_VALUES], "Criterion 5: paraphrase vs jumbling (Figures 2, 3, 10–21)"),
     ):
         present = _datasets_with(results, criterion, datasets)
-        if not present:
-            continue
-        title = f"{title} — mean margin / % passing averaged over the ε grid / % with margin > 0"
-        header = ["method", "metric"] + [f"{DATASET_TITLES[d]} {s.split('/')[-1] if '/' in s else ''}".strip() for d in present for s in subsets]
-        rows = []
-        for r in results:
-            for metric in ("sim", "ned"):
-                cells = []
-                for d in present:
-                    for s in subsets:
-                        mean = r.value(d, s, f"{metric}_margin_mean")
-                        cells.append(
-                            "–"
-                            if mean is None
-                            else f"{mean:+.3f} / {_percent(r.value(d, s, f'{metric}_pass_avg')):.1f} / {_percent(r.value(d, s, f'{metric}_pass@0')):.1f}"
-                        )
-                if any(c != "–" for c in cells):
-                    rows.append([r.method, metric] + cells)
+        if present:
+            lines.append(_margin_section(results, present, subsets, title))
+    return lines
+
+
+def _criterion1_sections(results: list[MethodResult], paraphrase: list[str], sbert: dict, paper: bool) -> list[Section]:
+    """Tables 3, 6 and 7: pass rates over the ε grid, and mean cosine / NED of positive and random pairs."""
+    title = "Criterion 1: semantic distinction — % of items passing, averaged over the ε grid (Table 3)"
+    header = ["method"] + [f"{DATASET_TITLES[d]} {m}" for d in paraphrase for m in ("Sim", "NED")]
+    rows = [
+        [result.method]
+        + [_number(_percent(result.value(d, "c1", f"{m}_pass_avg")), 1) for d in paraphrase for m in ("sim", "ned")]
+        for result in results
+    ]
+    if paper:
+        rows.append([PAPER_LABEL] + [_number(v, 1) for d in paraphrase for v in sbert["c1_pass"][d]])
+    lines = [(title, header, rows)]
+    for metric, table_name, key in (("sim", "Table 6, cosine", "c1_sim"), ("ned", "Table 7, NED", "c1_ned")):
+        title = f"Criterion 1: mean {metric} of positive and random pairs ({table_name})"
+        header = ["method"] + [f"{DATASET_TITLES[d]} {c}" for d in paraphrase for c in ("Pos", "RND", "Diff")]
+        rows = [
+            [result.method]
+            + [_number(result.value(d, "c1", f"{metric}_{c}_mean"), 4 if metric == "ned" else 3) for d in paraphrase for c in ("pos", "rnd", "diff")]
+            for result in results
+        ]
+        if paper:
+            rows.append([PAPER_LABEL] + [_number(v, 4 if metric == "ned" else 3) for d in paraphrase for v in sbert[key][d]])
         lines.append((title, header, rows))
     return lines
+
+
+def _criterion2_sections(results: list[MethodResult], synonym: list[str], sbert: dict, paper: bool) -> list[Section]:
+    """Tables 4 and 8: α-adjusted cosine and β-adjusted NED of synonym-replaced sentences, raw beside them."""
+    lines = []
+    for metric, title, key in (("sim", "α-adjusted mean cosine (Table 4)", "c2_sim"), ("ned", "β-adjusted mean NED (Table 8)", "c2_ned")):
+        title = f"Criterion 2: synonym replacement — {title}"
+        header = ["method"] + [f"{DATASET_TITLES[d]} n={n}" for d in synonym for n in N_VALUES]
+        rows = [[r.method] + [_number(r.value(d, f"c2/n={n}", f"{metric}_adjusted")) for d in synonym for n in N_VALUES] for r in results]
+        rows += [[f"{r.method} (raw)"] + [_number(r.value(d, f"c2/n={n}", f"{metric}_mean")) for d in synonym for n in N_VALUES] for r in results]
+        if paper:
+            rows.append([PAPER_LABEL] + [_number(v) for d in synonym for v in sbert[key][d]])
+        lines.append((title, header, rows))
+    return lines
+
+
+def _criterion4_section(results: list[MethodResult], sbert: dict, paper: bool) -> Section:
+    """Tables 5 and 9: AFIN's negated sentences beside their affirmative interpretations."""
+    title = "Criterion 4: paraphrase without negation, AFIN (Tables 5 and 9)"
+    header = ["method", "adjusted Sim (α)", "raw Sim", "adjusted NED (β)", "raw NED", "pairs"]
+    rows = [
+        [
+            r.method,
+            _number(r.value("afin", "c4", "sim_adjusted")),
+            _number(r.value("afin", "c4", "sim_mean")),
+            _number(r.value("afin", "c4", "ned_adjusted")),
+            _number(r.value("afin", "c4", "ned_mean")),
+            str(next((x.n for x in r.records if x.dataset == "afin" and x.metric == "sim_mean"), "–")),
+        ]
+        for r in results
+    ]
+    if paper:
+        rows.append([PAPER_LABEL, _number(sbert["c4_sim"]), "–", _number(sbert["c4_ned"]), "–", "–"])
+    return title, header, rows
+
+
+def _margin_section(results: list[MethodResult], present: list[str], subsets: list[str], title: str) -> Section:
+    """Criteria 3 and 5: mean margin, % passing over the ε grid and % with a positive margin, per subset."""
+    title = f"{title} — mean margin / % passing averaged over the ε grid / % with margin > 0"
+    header = ["method", "metric"] + [f"{DATASET_TITLES[d]} {s.split('/')[-1] if '/' in s else ''}".strip() for d in present for s in subsets]
+    rows = []
+    for r in results:
+        for metric in ("sim", "ned"):
+            cells = []
+            for d in present:
+                for s in subsets:
+                    mean = r.value(d, s, f"{metric}_margin_mean")
+                    cells.append(
+                        "–"
+                        if mean is None
+                        else f"{mean:+.3f} / {_percent(r.value(d, s, f'{metric}_pass_avg')):.1f} / {_percent(r.value(d, s, f'{metric}_pass@0')):.1f}"
+                    )
+            if any(c != "–" for c in cells):
+                rows.append([r.method, metric] + cells)
+    return title, header, rows
 
 
 def tables(results: list[MethodResult], datasets: list[str], paper: bool = True, output_format: str = "markdown") -> str:

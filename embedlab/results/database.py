@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from embedlab.errors import InputError, InputTypeError
 from embedlab.runtime import settings
 from embedlab.evaluation.records import Record
 from embedlab.version import code_version
@@ -127,10 +128,10 @@ class ResultsDB:
         rows = []
         for index, record in enumerate(records):
             if not isinstance(record, Record):
-                raise TypeError(f"record {index} is a {type(record).__name__}, not an embedlab.evaluation.records.Record")
+                raise InputTypeError(f"record {index} is a {type(record).__name__}, not an embedlab.evaluation.records.Record")
             value = float(record.value)
             if math.isnan(value):  # SQLite would store NULL, which the table refuses: say which record
-                raise ValueError(f"record {index} ({record.task}/{record.dataset} {record.subset} {record.metric}) is NaN; "
+                raise InputError(f"record {index} ({record.task}/{record.dataset} {record.subset} {record.metric}) is NaN; "
                                  "the results database stores numbers only")
             rows.append((record.method, record.task, record.dataset, record.subset, record.metric, value,
                          int(record.n), str(fingerprint), version, int(seed), now, extra_text, identity))

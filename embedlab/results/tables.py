@@ -17,6 +17,7 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 
+from embedlab.errors import InputError
 from embedlab.evaluation.records import RECORD_KEYS, Record
 
 FORMATS = ("table", "markdown", "json", "csv")
@@ -69,7 +70,7 @@ def render(header: Sequence[str], rows: Iterable[Sequence[object]], output_forma
         lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in body]
         return "\n".join(lines)
     if output_format != "table":
-        raise ValueError(f"unknown output format {output_format!r}; expected one of {', '.join(FORMATS)}")
+        raise InputError(f"unknown output format {output_format!r}; expected one of {', '.join(FORMATS)}")
     widths = [max(len(row[k]) for row in [header, *body]) for k in range(len(header))]
     lines = []
     for row in [header, *body]:

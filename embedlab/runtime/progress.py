@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from embedlab.errors import InputError
 from embedlab.runtime.settings import progress_mode, set_progress_mode
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ def set_progress(mode: str) -> None:
     """Progress bars for this process: ``auto`` (on stderr when it is a terminal), ``quiet`` (never) or
     ``always`` (also when stderr is a file or a pipe)."""
     if mode not in PROGRESS_MODES:
-        raise ValueError(f"unknown progress mode {mode!r}; expected one of {', '.join(PROGRESS_MODES)}")
+        raise InputError(f"unknown progress mode {mode!r}; expected one of {', '.join(PROGRESS_MODES)}")
     set_progress_mode(mode)
 
 

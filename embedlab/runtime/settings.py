@@ -27,6 +27,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from embedlab.errors import InputError
 from embedlab.runtime.memo import clear
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -77,7 +78,7 @@ def configure(
     _SETTINGS.cache_max = parse_size(cache_max, "cache_max") if cache_max is not None else None
     _SETTINGS.memory_cache_bytes = parse_size(memory_cache_bytes, "memory_cache_bytes") if memory_cache_bytes is not None else None
     if cache_layers is not None and cache_layers not in CACHE_LAYER_CHOICES:
-        raise ValueError(f"cache_layers={cache_layers!r}: choose one of {', '.join(CACHE_LAYER_CHOICES)}")
+        raise InputError(f"cache_layers={cache_layers!r}: choose one of {', '.join(CACHE_LAYER_CHOICES)}")
     _SETTINGS.cache_layers = cache_layers
     clear()
 
@@ -86,7 +87,7 @@ def parse_size(value: int | str, name: str) -> int:
     """Bytes from ``1048576``, ``"500M"``, ``"2G"``, ``"1.5GiB"`` (binary units); a ValueError naming ``name``."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
-            raise ValueError(f"{name}={value} is negative; give a size in bytes")
+            raise InputError(f"{name}={value} is negative; give a size in bytes")
         return value
     text = str(value).strip().upper().removesuffix("IB").removesuffix("B")
     number, unit = (text[:-1], text[-1]) if text and text[-1] in _SIZE_UNITS else (text, "")
@@ -95,7 +96,7 @@ def parse_size(value: int | str, name: str) -> int:
     except ValueError:
         size = -1.0
     if not size >= 0 or size == float("inf"):
-        raise ValueError(f"{name}={value!r} is not a size: give bytes or a number with K, M, G or T (e.g. 500M, 2G)")
+        raise InputError(f"{name}={value!r} is not a size: give bytes or a number with K, M, G or T (e.g. 500M, 2G)")
     return int(size * _SIZE_UNITS[unit])
 
 
@@ -113,7 +114,7 @@ def cache_layers() -> str:
         return _SETTINGS.cache_layers
     configured = os.environ.get(CACHE_LAYERS_VARIABLE, "").strip() or "spec"
     if configured not in CACHE_LAYER_CHOICES:
-        raise ValueError(f"{CACHE_LAYERS_VARIABLE}={configured!r}: choose one of {', '.join(CACHE_LAYER_CHOICES)}")
+        raise InputError(f"{CACHE_LAYERS_VARIABLE}={configured!r}: choose one of {', '.join(CACHE_LAYER_CHOICES)}")
     return configured
 
 
@@ -199,7 +200,7 @@ def results_path(default_file: str) -> Path:
 
 
 def solver_thread_count() -> int:
-    """Threads for scikit-learn fits: ``$EMBEDLAB_SOLVER_THREADS``, default 1; a ValueError for anything
+    """Threads for scikit-learn fits: ``$EMBEDLAB_SOLVER_THREADS``, default 1; an input error for anything
     but a positive whole number."""
     value = os.environ.get(SOLVER_THREADS_VARIABLE, "1")
     try:
@@ -207,7 +208,7 @@ def solver_thread_count() -> int:
     except ValueError:
         threads = 0
     if threads < 1:
-        raise ValueError(f"{SOLVER_THREADS_VARIABLE}={value[:40]!r} must be a positive whole number (default 1)")
+        raise InputError(f"{SOLVER_THREADS_VARIABLE}={value[:40]!r} must be a positive whole number (default 1)")
     return threads
 
 

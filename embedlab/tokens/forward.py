@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from embedlab.errors import InputError
 from embedlab.data.sentences import chunk_token_ids
 from embedlab.models import LoadedModel
 from embedlab.runtime.progress import progress_bar
@@ -65,7 +66,7 @@ class ModelSequence:
 def check_max_tokens(model: LoadedModel, max_tokens: int | None) -> None:
     """A cut longer than the model's input cannot run as one sequence: refuse it, naming the limit."""
     if max_tokens is not None and not 0 < max_tokens <= model.max_length:
-        raise ValueError(f"truncate={max_tokens}: {model.name} takes 1 to {model.max_length} input tokens "
+        raise InputError(f"truncate={max_tokens}: {model.name} takes 1 to {model.max_length} input tokens "
                          "(without truncate, long texts are split into sentence-packed chunks)")
 
 
@@ -79,7 +80,7 @@ def text_sequences(model: LoadedModel, text_index: int, text: str, token_ids: li
     overhead, copies = (template.overhead(tokenizer), template.copies) if template is not None else (0, 1)
     budget = (limit - len(frame_before) - len(frame_after) - overhead) // copies  # echo holds each chunk twice
     if budget < 1:
-        raise ValueError(f"template {template.name if template else ''} leaves no room for text in {limit} tokens")
+        raise InputError(f"template {template.name if template else ''} leaves no room for text in {limit} tokens")
     if len(token_ids) <= budget:
         chunks = [token_ids]
     elif max_tokens is not None:

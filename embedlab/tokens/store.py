@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from embedlab.errors import InputError
 from embedlab.models import LoadedModel
 from embedlab.runtime import cache_budget, cache_dir, cache_layers, cache_root, memo, memory_cache_bytes, stores_token_states
 from embedlab.tokens.entry import TokenStates, entry_key, joined
@@ -155,7 +156,7 @@ class TokenStateStore:
         layers = self.all_layers if layers is None else tuple(layers)
         unknown = [layer for layer in layers if layer not in self.all_layers]
         if unknown or not layers:
-            raise ValueError(f"layer {unknown[0] if unknown else '(none)'} is outside -1..{self.model.num_layers} for this model")
+            raise InputError(f"layer {unknown[0] if unknown else '(none)'} is outside -1..{self.model.num_layers} for this model")
         return layers
 
     def _run_missing(self, request: _Request, batch_size: int, show_progress_bar: bool | None) -> dict[str, TokenStates]:

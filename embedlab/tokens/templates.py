@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from embedlab.errors import InputError
+
 TEMPLATES = {
     "T0": 'This sentence: "[X]" means [MASK].',
     "T1": 'This sentence: "[X]" means [MASK][MASK].',
@@ -85,10 +87,10 @@ class Template:
     def wrap(self, tokenizer, text_ids: list[int]) -> tuple[list[int], list[int]]:
         """The prompt's token ids with ``text_ids`` in every text slot, and the marked positions in it."""
         if self.num_masks and tokenizer.mask_token_id is None:
-            raise ValueError(f"template {self.name} needs a model with a mask token; without one use {NO_MASK_ALTERNATIVES}")
+            raise InputError(f"template {self.name} needs a model with a mask token; without one use {NO_MASK_ALTERNATIVES}")
         pieces = self._pieces()
         if "[MASK]" in pieces and "[X]" in pieces and pieces.index("[MASK]") < pieces.index("[X]"):
-            raise ValueError(f"template {self.name}: [MASK] must come after [X]")
+            raise InputError(f"template {self.name}: [MASK] must come after [X]")
         ids: list[int] = []
         marked: list[int] = []
         for piece in pieces:
@@ -127,7 +129,7 @@ def get_template(name: str) -> Template | None:
         return Template(name, DECODER_TEMPLATES[name])
     if name in METAEOL_PROMPTS:
         return Template(name, METAEOL_PROMPTS[name])
-    raise ValueError(f"unknown template {name!r}; choose one of: none, {', '.join(TEMPLATE_NAMES)}")
+    raise InputError(f"unknown template {name!r}; choose one of: none, {', '.join(TEMPLATE_NAMES)}")
 
 
 def get_templates(name: str) -> tuple[Template, ...]:

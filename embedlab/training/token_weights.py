@@ -37,6 +37,7 @@ from safetensors.numpy import save as save_numpy
 
 from embedlab import runtime
 from embedlab.data.wikitext import wikitext2_sentences
+from embedlab.errors import InputError
 from embedlab.matching.method import write_weights
 from embedlab.models import LoadedModel, load_model
 from embedlab.runtime import REPO_ROOT, atomic_write_bytes, cache_dir
@@ -112,7 +113,7 @@ def training_sentences(loaded: LoadedModel, min_chars: int) -> list[str]:
 def batch_order(count: int, steps: int, batch_size: int, seed: int) -> np.ndarray:
     """(steps, batch_size) sentence indices: seeded permutations, one per pass over the corpus."""
     if count < batch_size:
-        raise ValueError(f"need at least batch_size={batch_size} training sentences, got {count}")
+        raise InputError(f"need at least batch_size={batch_size} training sentences, got {count}")
     needed = steps * batch_size
     rng = np.random.default_rng(seed)
     # the k-th permutation is the same whatever ``steps`` is, so runs of different lengths share a prefix

@@ -53,6 +53,23 @@ def test_expected_failures_are_one_line_and_status_2(capsys):
     assert "valid options" in err
 
 
+@pytest.mark.parametrize("bug", [KeyError("encoder.layer.7.output"), ValueError("operands could not be broadcast together")])
+def test_a_bug_is_status_1_with_the_traceback_hint_not_blamed_on_the_input(bug, capsys, monkeypatch):
+    """An exception embedlab did not raise on purpose (an internal KeyError, a ValueError from numpy) is a bug:
+    status 1, its type named with the debug hint; only embedlab's InputError (a bad spec above) is status 2."""
+    from embedlab.cli import methods
+
+    def broken() -> list:
+        raise bug
+
+    monkeypatch.setattr(methods, "method_rows", broken)
+    assert main(["methods"]) == 1
+    message = str(bug.args[0])
+    assert capsys.readouterr().err.strip() == (
+        f"embedlab methods: error: {type(bug).__name__}: {message} (EMBEDLAB_DEBUG=1 shows the traceback)")
+    assert main(["similarity", "minilm:pool=sideways", "a", "b"]) == 2  # a bad spec: the user's input
+
+
 # Signs of internals in help text: reStructuredText markup, class names, Python values, argparse details.
 INTERNALS = (r"``", r":(func|mod|class|meth|data|attr):`", r"ResultsDB", r"default path", r"\bNone\b", r"Namespace",
              r"\bdest\b", r"%\(", r"\bself\b", r"__")

@@ -1,4 +1,4 @@
-"""Tests for embedlab.results.reproduce: paper values, committed records, comparison and the report."""
+"""Tests for embedlab.results.reproduce (values, plans, compare, render, recomputing, epsilon): paper values, committed records, comparison and the report."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 from embedlab.results import reproduce
+from embedlab.results.reproduce import recomputing
 from embedlab.results.reproduce import (PAPERS, STATUSES, PaperValue, RecomputePlan, StoredRecord, compare, convert,
                                         paper_values, plan_for, read_records, render_html, render_markdown, report_rows,
                                         write_records)
 
+CANDIDATES = "neural:minilm,softmax=candidates"  # the Eq. 3 reference of the neural paper's plans
 PAPER_FILES = {"neural": "neural-embeddings-for-text.md",
                "pooling": "extracting-sentence-embeddings-from-pretrained-transformers.md",
                "matching": "token-level-matching-sts.md", "alignsim": "align-sim-task-free-test-bed.md"}
@@ -25,7 +27,7 @@ PAPER_FILES = {"neural": "neural-embeddings-for-text.md",
 
 def _papers_folder() -> Path | None:
     """The shared paper texts (beside the shared data), if this machine has them."""
-    data = Path(os.environ.get("EMBEDLAB_DATA", Path(reproduce.__file__).resolve().parents[3] / "shared" / "data"))
+    data = Path(os.environ.get("EMBEDLAB_DATA", Path(reproduce.__file__).resolve().parents[4] / "shared" / "data"))
     folder = data.parent / "papers"
     return folder if folder.is_dir() else None
 
@@ -203,7 +205,7 @@ def test_plans_filter_by_method_and_cost():
     assert chosen and all(not plan.expensive for plan in chosen) and all(plan.expensive for plan in skipped)
     appendix_g = "neural:minilm,params=block,epochs=5,variant=cls"
     chosen, skipped = reproduce.plans("neural", methods=[appendix_g])
-    assert chosen == [] and [plan.specs for plan in skipped] == [reproduce._APPENDIX_G]
+    assert chosen == [] and len(skipped) == 1 and appendix_g in skipped[0].specs and len(skipped[0].specs) == 8  # one run
     chosen, _ = reproduce.plans("neural", expensive=True, methods=[appendix_g])
     assert [plan.specs for plan in chosen] == [(appendix_g,)]
 
@@ -245,7 +247,7 @@ def test_a_plan_variant_stores_its_records_under_their_own_subsets(monkeypatch):
     default's; ``task_options`` reach the tasks that declare them."""
     plan = RecomputePlan(("st:minilm",), "pairs:sts", subset_suffix=",variant=x", task_options=(("seed", 0),))
     key = ("st:minilm", "pairs", "sts", "all,variant=x", "wrong")
-    monkeypatch.setattr(reproduce, "needed_keys", lambda paper: {key})
+    monkeypatch.setattr(recomputing, "needed_keys", lambda paper: {key})
     fresh = reproduce.run_plans("neural", [plan], provenance="recomputed: test", log=lambda message: None)
     assert list(fresh) == [key] and fresh[key].value == 7216  # the paper's count, under the variant's subset
 
@@ -275,10 +277,10 @@ def test_plans_filter_by_task_too():
     summ-r, without the other SummEval sets' micro-tuning)."""
     chosen, skipped = reproduce.plans("neural", methods=["st:minilm"], tasks=["triplets:summ-r"])
     assert [(plan.specs, plan.tasks, plan.intersections_with) for plan in chosen] == [(("st:minilm",), "triplets:summ-r", None)]
-    assert [plan.intersections_with for plan in skipped] == [reproduce._CANDIDATES]
+    assert [plan.intersections_with for plan in skipped] == [CANDIDATES]
     chosen, skipped = reproduce.plans("neural", expensive=True, methods=["st:minilm"], tasks=["triplets:summ-r", "triplets:text-summ-r"])
     assert skipped == [] and [plan.tasks for plan in chosen] == ["triplets:summ-r,triplets:text-summ-r"] * 2
-    assert chosen[1].intersections_with == reproduce._CANDIDATES
+    assert chosen[1].intersections_with == CANDIDATES
     assert reproduce.plans("neural", tasks=["clustering:tweet"]) == ([], [])
 
 
@@ -291,7 +293,7 @@ def test_eq3_intersections_agree_with_the_broken_triplet_counts():
                      if record.method == "st:minilm" and record.metric == "intersection"]
     assert {record.dataset for record in intersections} == {"sts", "summ-r", "text-summ-r", "summ-g", "text-summ-g"}
     for record in intersections:
-        assert record.subset == f"vs {reproduce._CANDIDATES}" and record.unit == "fraction" and record.recomputed
+        assert record.subset == f"vs {CANDIDATES}" and record.unit == "fraction" and record.recomputed
         wrong = records[("st:minilm", "triplets", record.dataset, "all", "wrong")].value
         assert 0 < record.value <= 1 and record.n <= wrong
         assert record.n / record.value <= wrong + 0.5

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embedlab import runtime
+from embedlab.errors import InputError
 from embedlab.runtime import data_path
 
 # spaCy coarse tags we perturb, mapped to WordNet's part-of-speech letters.
@@ -149,7 +150,7 @@ def _irregular_verb_forms() -> dict[str, tuple[str, ...]]:
     for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         fields = line.split()
         if len(fields) < 2:
-            raise ValueError(f"{path}:{line_number}: expected 'inflected base [base ...]', got {line!r}")
+            raise InputError(f"{path}:{line_number}: expected 'inflected base [base ...]', got {line!r}")
         for base in fields[1:]:
             table[base].add(fields[0])
     return {base: tuple(sorted(forms)) for base, forms in table.items()}

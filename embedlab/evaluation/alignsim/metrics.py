@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from embedlab.errors import InputError
+
 # ε grids: NED lives on half the cosine scale (see above), so its default grid is half as wide.
 COSINE_EPSILONS = tuple(round(0.1 * step, 2) for step in range(10))  # 0.0 … 0.9
 NED_EPSILONS = tuple(round(0.05 * step, 2) for step in range(10))  # 0.0 … 0.45
@@ -33,7 +35,7 @@ def _as_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"expected two (n, d) arrays of the same shape, got {a.shape} and {b.shape}")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         bad = np.flatnonzero(~(np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)))
-        raise ValueError(f"non-finite embedding values in row(s) {bad[:10].tolist()}")
+        raise InputError(f"non-finite embedding values in row(s) {bad[:10].tolist()}")
     return a, b
 
 
@@ -45,7 +47,7 @@ def ned(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     denominator = (a * a).sum(axis=1) + (b * b).sum(axis=1)
     if (denominator == 0).any():
         bad = np.flatnonzero(denominator == 0)[:10].tolist()
-        raise ValueError(f"NED undefined: both vectors constant in row(s) {bad}")
+        raise InputError(f"NED undefined: both vectors constant in row(s) {bad}")
     return (0.5 * ((a - b) ** 2).sum(axis=1) / denominator).astype(np.float32)
 
 

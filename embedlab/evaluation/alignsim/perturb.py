@@ -22,104 +22,29 @@ Every item records what changed and where (token index, character offset, old an
 sentence that cannot be perturbed (no replaceable word, too few words to swap) is skipped and
 counted in ``PerturbationSet.skipped``, never kept unchanged; except in ``perturbation="authors"``,
 which keeps every sentence with as many replacements as it has candidates (fewer than n, or none), as
-the authors' code scores every sampled sentence. Sets are written as JSON lines.
+the authors' code scores every sampled sentence. The item types and the JSON-lines files are
+:mod:`embedlab.evaluation.alignsim.items`'s.
 """
 
 from __future__ import annotations
 
-import json
 import zlib
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
-from embedlab import runtime
+from embedlab.errors import InputError
 from embedlab.evaluation.alignsim import lexicon
+from embedlab.evaluation.alignsim.items import (PERTURBATIONS, Item, PairItem, PerturbationSet, PerturbedItem, SamplingConfig,
+                                                TripletItem)
 from embedlab.evaluation.alignsim.sources import PARAPHRASE_DATASETS, SentencePair, read_dataset
 
+__all__ = ["N_VALUES", "PERTURBATIONS", "PerturbationSet", "SamplingConfig", "build_perturbation_set", "stream_rng",
+           "derangement", "replacement_options", "replace_words", "authors_replace_words", "jumble"]
+
 N_VALUES = (1, 2, 3)
-PERTURBATIONS = ("ours", "authors")  # word replacement as the paper's text says / as the authors' code does
-FORMAT_VERSION = 1
 MAX_SWAP_TRIES = 20
-
-
-@dataclass(frozen=True)
-class SamplingConfig:
-    """Sizes of Appendix A.2's samples (each capped at what the dataset has) and the seed."""
-
-    seed: int = 0
-    pairs_per_label: int = 2500  # criterion 1: positives and random pairs (MRPC has 2,474 / 1,194: all of them)
-    sentences: int = 3500  # criterion 2 originals
-    triplets: int = 3500  # criteria 3 and 5: positive pairs whose first sentence is perturbed
-    afin_pairs: int | None = None  # criterion 4: None = every AFIN pair
-    perturbation: str = "ours"  # criteria 2 and 3: "ours" (tagged verbs/adjectives, inflected) or "authors"
-
-    def __post_init__(self) -> None:
-        if self.perturbation not in PERTURBATIONS:
-            raise ValueError(f"unknown ALIGN-SIM perturbation {self.perturbation!r}; choose from {', '.join(PERTURBATIONS)}")
-
-
-@dataclass
-class PerturbationSet:
-    """All items for one dataset, by kind: ``c1``, ``c2``, ``c3``, ``c4``, ``c5`` (lists of JSON-able dicts)."""
-
-    dataset: str
-    config: SamplingConfig
-    items: dict[str, list[dict]] = field(default_factory=dict)
-    skipped: dict[str, int] = field(default_factory=dict)
-
-    def texts(self, kinds: list[str] | None = None) -> list[str]:
-        """Every distinct text the items of ``kinds`` compare, in first-seen order (what one encode() gets)."""
-        seen: dict[str, None] = {}
-        for kind in kinds or sorted(self.items):
-            for item in self.items.get(kind, []):
-                for key in ("text_a", "text_b", "original", "paraphrase", "perturbed"):
-                    if key in item:
-                        seen.setdefault(item[key], None)
-        return list(seen)
-
-    def save(self, folder: Path) -> list[Path]:
-        """Write ``<folder>/<dataset>.<kind>.jsonl`` per kind and ``<dataset>.summary.json``; return the paths."""
-        folder.mkdir(parents=True, exist_ok=True)
-        written = []
-        for kind, items in sorted(self.items.items()):
-            path = folder / f"{self.dataset}.{kind}.jsonl"
-            runtime.atomic_write_text(path, "".join(json.dumps(item, ensure_ascii=False, sort_keys=True) + "\n" for item in items))
-            written.append(path)
-        summary = {
-            "format": FORMAT_VERSION,
-            "dataset": self.dataset,
-            "config": asdict(self.config),
-            "counts": {kind: len(items) for kind, items in sorted(self.items.items())},
-            "skipped": dict(sorted(self.skipped.items())),
-        }
-        path = folder / f"{self.dataset}.summary.json"
-        runtime.atomic_write_text(path, json.dumps(summary, indent=2, sort_keys=True) + "\n")
-        return written + [path]
-
-    @classmethod
-    def load(cls, folder: Path, dataset: str) -> "PerturbationSet":
-        summary_path = folder / f"{dataset}.summary.json"
-        if not summary_path.exists():
-            raise FileNotFoundError(f"no perturbation summary {summary_path}")
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-        if summary.get("format") != FORMAT_VERSION:
-            raise ValueError(f"{summary_path}: format {summary.get('format')!r}, expected {FORMAT_VERSION}")
-        items = {}
-        for kind in summary["counts"]:
-            path = folder / f"{dataset}.{kind}.jsonl"
-            with open(path, encoding="utf-8") as stream:
-                rows = []
-                for line_number, line in enumerate(stream, start=1):
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as error:
-                        raise ValueError(f"{path}:{line_number}: not valid JSON ({error})") from error
-            if len(rows) != summary["counts"][kind]:
-                raise ValueError(f"{path}: {len(rows)} items, summary says {summary['counts'][kind]}")
-            items[kind] = rows
-        return cls(dataset, SamplingConfig(**summary["config"]), items, summary["skipped"])
 
 
 def stream_rng(seed: int, *names: object) -> np.random.Generator:
@@ -261,20 +186,16 @@ def jumble(tokens: list[lexicon.Token], n: int, rng: np.random.Generator) -> tup
 # ---------------------------------------------------------------- building a dataset's sets
 
 
-def _criterion1(pairs: list[SentencePair], config: SamplingConfig, dataset: str) -> list[dict]:
+def _criterion1(pairs: list[SentencePair], config: SamplingConfig, dataset: str) -> list[PairItem]:
     positives = [pair for pair in pairs if pair.label == 1]
     negatives = [pair for pair in pairs if pair.label == 0]
-    items = [
-        {"kind": "positive", "text_a": p.text_a, "text_b": p.text_b, "source_a": p.source, "source_b": p.source}
-        for p in _sample(positives, config.pairs_per_label, stream_rng(config.seed, dataset, "c1", "positive"))
-    ]
+    items = [PairItem("positive", p.text_a, p.text_b, p.source, p.source)
+             for p in _sample(positives, config.pairs_per_label, stream_rng(config.seed, dataset, "c1", "positive"))]
     sampled_negatives = _sample(negatives, config.pairs_per_label, stream_rng(config.seed, dataset, "c1", "random"))
     shuffle = derangement(len(sampled_negatives), stream_rng(config.seed, dataset, "c1", "shuffle"))
     for index, partner in enumerate(shuffle):
         first, second = sampled_negatives[index], sampled_negatives[int(partner)]
-        items.append(
-            {"kind": "random", "text_a": first.text_a, "text_b": second.text_b, "source_a": first.source, "source_b": second.source}
-        )
+        items.append(PairItem("random", first.text_a, second.text_b, first.source, second.source))
     return items
 
 
@@ -287,6 +208,37 @@ def _unique_first_sentences(pairs: list[SentencePair]) -> list[SentencePair]:
     return unique
 
 
+def _criterion2_originals(pairs: list[SentencePair], config: SamplingConfig, dataset: str) -> list[SentencePair]:
+    """Positives first, negatives only to fill up (the paper's sampling), one item per distinct sentence."""
+    positives = _unique_first_sentences([p for p in pairs if p.label == 1])
+    positive_texts = {p.text_a for p in positives}
+    negatives = _unique_first_sentences([p for p in pairs if p.label == 0 and p.text_a not in positive_texts])
+    originals = _sample(positives, config.sentences, stream_rng(config.seed, dataset, "c2", "positive"))
+    if len(originals) < config.sentences:
+        originals += _sample(negatives, config.sentences - len(originals), stream_rng(config.seed, dataset, "c2", "negative"))
+    return originals
+
+
+def _perturb_each(pairs: list[SentencePair], perturb: Callable, make: Callable) -> tuple[list[Item], int]:
+    """``make(pair, perturbed, changes)`` for every pair whose first sentence ``perturb`` can change; the
+    others are counted."""
+    items, skipped = [], 0
+    for pair in pairs:
+        outcome = perturb(pair.text_a)
+        if outcome is None:
+            skipped += 1
+            continue
+        items.append(make(pair, *outcome))
+    return items, skipped
+
+
+def _replacer(config: SamplingConfig, tagged: dict[str, list[lexicon.Token]]) -> Callable:
+    """``replace(text, n, relation, rng)``: the word replacement ``config.perturbation`` names."""
+    if config.perturbation == "authors":
+        return authors_replace_words
+    return lambda text, n, relation, rng: replace_words(tagged[text], n, relation, rng)
+
+
 def build_perturbation_set(dataset: str, config: SamplingConfig, kinds: set[str] | None = None) -> PerturbationSet:
     """Sample and perturb one dataset's items for the criteria in ``kinds`` (default: all that apply)."""
     pairs = read_dataset(dataset)
@@ -294,72 +246,39 @@ def build_perturbation_set(dataset: str, config: SamplingConfig, kinds: set[str]
     if dataset == "afin":
         if kinds is None or "c4" in kinds:
             chosen = _sample(pairs, config.afin_pairs, stream_rng(config.seed, dataset, "c4"))
-            result.items["c4"] = [{"original": p.text_a, "perturbed": p.text_b, "source": p.source} for p in chosen]
+            result.items["c4"] = [PerturbedItem(p.text_a, p.text_b, p.source) for p in chosen]
         return result
     if dataset not in PARAPHRASE_DATASETS:
-        raise ValueError(f"unknown ALIGN-SIM dataset {dataset!r}")
+        raise InputError(f"unknown ALIGN-SIM dataset {dataset!r}")
     kinds = kinds if kinds is not None else {"c1", "c2", "c3", "c5"}
     if "c1" in kinds:
         result.items["c1"] = _criterion1(pairs, config, dataset)
-
-    originals: list[SentencePair] = []
-    if "c2" in kinds:
-        # positives first, negatives only to fill up (the paper's sampling), one item per distinct sentence
-        positives = _unique_first_sentences([p for p in pairs if p.label == 1])
-        positive_texts = {p.text_a for p in positives}
-        negatives = _unique_first_sentences([p for p in pairs if p.label == 0 and p.text_a not in positive_texts])
-        originals = _sample(positives, config.sentences, stream_rng(config.seed, dataset, "c2", "positive"))
-        if len(originals) < config.sentences:
-            originals += _sample(negatives, config.sentences - len(originals), stream_rng(config.seed, dataset, "c2", "negative"))
+    originals = _criterion2_originals(pairs, config, dataset) if "c2" in kinds else []
     triplets: list[SentencePair] = []
     if kinds & {"c3", "c5"}:
         positives = _unique_first_sentences([p for p in pairs if p.label == 1])
         triplets = _sample(positives, config.triplets, stream_rng(config.seed, dataset, "triplets"))
-
     texts = list(dict.fromkeys([p.text_a for p in originals] + [p.text_a for p in triplets]))
     tagged = dict(zip(texts, lexicon.tag_sentences(texts)))
-
-    def perturb_each(pairs: list[SentencePair], perturb, item) -> tuple[list[dict], int]:
-        """``item(pair, perturbed, changes)`` for every pair ``perturb`` can change; the others are counted."""
-        items, skipped = [], 0
-        for pair in pairs:
-            outcome = perturb(pair.text_a)
-            if outcome is None:
-                skipped += 1
-                continue
-            items.append(item(pair, *outcome))
-        return items, skipped
-
-    def replace(text: str, n: int, relation: str, rng: np.random.Generator) -> tuple[str, list[dict]] | None:
-        if config.perturbation == "authors":
-            return authors_replace_words(text, n, relation, rng)
-        return replace_words(tagged[text], n, relation, rng)
-
+    replace = _replacer(config, tagged)
     if "c2" in kinds:
         result.items["c2"] = []
         for n in N_VALUES:
             rng = stream_rng(config.seed, dataset, "c2", n)
-            items, result.skipped[f"c2/n={n}"] = perturb_each(
-                originals, lambda text, n=n, rng=rng: replace(text, n, "synonym", rng),
-                lambda pair, perturbed, changes, n=n: {"n": n, "original": pair.text_a, "perturbed": perturbed,
-                                                       "changes": changes, "source": pair.source},
-            )
+            items, result.skipped[f"c2/n={n}"] = _perturb_each(
+                originals, partial(replace, n=n, relation="synonym", rng=rng),
+                lambda pair, perturbed, changes, n=n: PerturbedItem(pair.text_a, perturbed, pair.source, n, changes))
             result.items["c2"] += items
     if "c3" in kinds:
-        rng = stream_rng(config.seed, dataset, "c3")
-        result.items["c3"], result.skipped["c3"] = perturb_each(
-            triplets, lambda text: replace(text, 1, "antonym", rng),
-            lambda pair, perturbed, changes: {"original": pair.text_a, "paraphrase": pair.text_b, "perturbed": perturbed,
-                                              "changes": changes, "source": pair.source},
-        )
+        result.items["c3"], result.skipped["c3"] = _perturb_each(
+            triplets, partial(replace, n=1, relation="antonym", rng=stream_rng(config.seed, dataset, "c3")),
+            lambda pair, perturbed, changes: TripletItem(pair.text_a, pair.text_b, perturbed, pair.source, changes=changes))
     if "c5" in kinds:
         result.items["c5"] = []
         for n in N_VALUES:
             rng = stream_rng(config.seed, dataset, "c5", n)
-            items, result.skipped[f"c5/n={n}"] = perturb_each(
+            items, result.skipped[f"c5/n={n}"] = _perturb_each(
                 triplets, lambda text, n=n, rng=rng: jumble(tagged[text], n, rng),
-                lambda pair, perturbed, swaps, n=n: {"n": n, "original": pair.text_a, "paraphrase": pair.text_b, "perturbed": perturbed,
-                                                "swaps": swaps, "source": pair.source},
-            )
+                lambda pair, perturbed, swaps, n=n: TripletItem(pair.text_a, pair.text_b, perturbed, pair.source, n, swaps=swaps))
             result.items["c5"] += items
     return result

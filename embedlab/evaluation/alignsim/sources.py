@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from embedlab.errors import InputError
 from embedlab.data.containers import LabelledPairs
 from embedlab.data.paraphrase import afin, mrpc_glue_train, paws_wiki, qqp
 
@@ -32,7 +33,7 @@ def _pairs(data: LabelledPairs) -> list[SentencePair]:
     for row, (text_a, text_b, label) in enumerate(zip(data.first, data.second, data.labels), start=1):
         where = f"{data.name}/{data.subset} row {row}"
         if not text_a.strip() or not text_b.strip():
-            raise ValueError(f"{where}: empty sentence")
+            raise InputError(f"{where}: empty sentence")
         pairs.append(SentencePair(text_a.strip(), text_b.strip(), int(label), where))
     return pairs
 
@@ -59,5 +60,5 @@ READERS = {"qqp": read_qqp, "paws": read_paws, "mrpc": read_mrpc, "afin": read_a
 
 def read_dataset(name: str) -> list[SentencePair]:
     if name not in READERS:
-        raise ValueError(f"unknown ALIGN-SIM dataset {name!r}; choose from {', '.join(ALL_DATASETS)}")
+        raise InputError(f"unknown ALIGN-SIM dataset {name!r}; choose from {', '.join(ALL_DATASETS)}")
     return READERS[name]()

@@ -13,8 +13,9 @@ are scaled by α and β, which need the random pairs of all three paraphrase dat
 scored whenever criterion 2 or 4 is requested, whether or not criterion 1 or the dataset is. Pairwise
 methods (token matching) have no vectors: their own similarity stands in for cosine and NED is skipped.
 
-Per-item margins (for the ε-histograms) are kept in ``runtime.ArrayStore("alignsim-margins")`` beside
-the records, so a report can be drawn from reused results too.
+The criteria themselves are functions (:mod:`embedlab.evaluation.alignsim.criteria`) that return record
+rows and per-item margins; the task stores the margins (for the ε-histograms) in
+``runtime.ArrayStore("alignsim-margins")`` beside the records, so a report can be drawn from reused results too.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from embedlab import runtime
-from embedlab.evaluation.alignsim import metrics
+from embedlab.errors import InputError
+from embedlab.evaluation.alignsim import criteria, metrics
 from embedlab.evaluation.alignsim.perturb import N_VALUES, PerturbationSet, SamplingConfig, build_perturbation_set
 from embedlab.evaluation.alignsim.sources import ALL_DATASETS, PARAPHRASE_DATASETS
 from embedlab.evaluation.base import Method, Metric, Task
@@ -68,10 +70,10 @@ class AlignSimSetup:
     def __post_init__(self) -> None:
         unknown = set(self.criteria) - set(CRITERIA)
         if unknown:
-            raise ValueError(f"unknown ALIGN-SIM criteria {sorted(unknown)}; choose from {list(CRITERIA)}")
+            raise InputError(f"unknown ALIGN-SIM criteria {sorted(unknown)}; choose from {list(CRITERIA)}")
         bad = [d for d in self.datasets if d not in ALL_DATASETS]
         if bad:
-            raise ValueError(f"unknown ALIGN-SIM dataset(s) {bad}; choose from {', '.join(ALL_DATASETS)}")
+            raise InputError(f"unknown ALIGN-SIM dataset(s) {bad}; choose from {', '.join(ALL_DATASETS)}")
 
     @property
     def adjusted(self) -> bool:
@@ -142,24 +144,7 @@ def _sampling_settings(sampling: SamplingConfig) -> dict:
 
 
 def _needed_pairs(perturbations: PerturbationSet, kinds: frozenset[str]) -> list[tuple[str, str]]:
-    pairs = []
-    for kind in sorted(kinds):
-        for item in perturbations.items.get(kind, []):
-            if kind == "c1":
-                pairs.append((item["text_a"], item["text_b"]))
-            else:
-                pairs.append((item["original"], item["perturbed"]))
-                if "paraphrase" in item:
-                    pairs.append((item["original"], item["paraphrase"]))
-    return pairs
-
-
-def _ned(scorer: PairScorer, pairs: list[tuple[str, str]]) -> np.ndarray | None:
-    return None if scorer.pairwise else metrics.ned(*scorer.vectors(pairs))
-
-
-def _c1_pairs(perturbations: PerturbationSet, kind: str) -> list[tuple[str, str]]:
-    return [(i["text_a"], i["text_b"]) for i in perturbations.items["c1"] if i["kind"] == kind]
+    return [pair for kind in sorted(kinds) for item in perturbations.items.get(kind, []) for pair in item.compared_pairs()]
 
 
 _SIM = "similarity (cosine, or a pairwise method's own score)"
@@ -212,9 +197,9 @@ class AlignSimTask(Task):
             setup = AlignSimSetup(criteria=tuple(criteria), sampling=SamplingConfig(seed=seed, perturbation=perturbation))
         self.setup = setup
         if dataset not in self.datasets:
-            raise ValueError(f"unknown ALIGN-SIM dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
+            raise InputError(f"unknown ALIGN-SIM dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
         if dataset == ADJUSTMENT and not self.setup.adjusted:
-            raise ValueError("the ALIGN-SIM adjustment factors are computed only with criterion 2 or 4")
+            raise InputError("the ALIGN-SIM adjustment factors are computed only with criterion 2 or 4")
 
     @classmethod
     def headline_of(cls, dataset: str) -> str:
@@ -229,97 +214,52 @@ class AlignSimTask(Task):
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)
-        records: list[Record] = []
-        add = lambda subset, metric, value, n: records.append(self.record(method, subset, metric, value, n))  # noqa: E731
         if self.dataset == ADJUSTMENT:
             alpha, random_ned, counts = self.adjustment(method)
-            add("adjustment", "alpha", alpha, counts[0])
+            records = [self.record(method, "adjustment", "alpha", alpha, counts[0])]
             if random_ned is not None:
-                add("adjustment", "random_ned", random_ned, counts[1])
+                records.append(self.record(method, "adjustment", "random_ned", random_ned, counts[1]))
             return records
+        scores = self.scores(method)
+        for (subset, kind), margins in scores.margins.items():  # for the ε-histograms of reused results too
+            _MARGINS.save(self._margin_key(method, subset, kind), margins)
+        return [self.record(method, *row) for row in scores.rows]
+
+    def scores(self, method: Method) -> criteria.Scores:
+        """Every requested criterion's record rows and margins on this dataset."""
         setup, dataset = self.setup, self.dataset
         perturbations, kinds = setup.perturbations(dataset), setup.kinds(dataset)
+        items, skipped = perturbations.items, perturbations.skipped
         scorer = setup.scorer(method, dataset)
         alpha = random_ned = None
         if setup.adjusted and kinds & {"c2", "c4"}:
             alpha, random_ned, _ = self.adjustment(method)
-
-        def rate(subset: str, metric: str, margins: np.ndarray, epsilons: tuple[float, ...]) -> None:
-            margins = margins.astype(np.float32)
-            rates = metrics.pass_rates(margins, epsilons)
-            _MARGINS.save(self._margin_key(method, subset, metric), margins)
-            add(subset, f"{metric}_margin_mean", float(np.mean(margins)), len(margins))
-            add(subset, f"{metric}_pass_avg", float(np.mean(rates)), len(margins))
-            for eps, value in zip(epsilons, rates):
-                add(subset, f"{metric}_pass@{eps:g}", float(value), len(margins))
-
-        def plain_pairs(subset: str, items: list[dict], skipped: int | None) -> None:
-            if not items:
-                if skipped is not None:
-                    add(subset, "skipped", skipped, skipped)
-                return
-            pairs = [(i["original"], i["perturbed"]) for i in items]
-            similarity = float(np.mean(scorer.similarity(pairs)))
-            add(subset, "sim_mean", similarity, len(pairs))
-            add(subset, "sim_adjusted", metrics.alpha_adjusted(similarity, alpha), len(pairs))
-            distances = _ned(scorer, pairs)
-            if distances is not None:
-                add(subset, "ned_mean", np.mean(distances), len(pairs))
-                add(subset, "ned_adjusted", metrics.beta_adjusted(float(np.mean(distances)), random_ned), len(pairs))
-            if skipped is not None:
-                add(subset, "skipped", skipped, len(pairs) + skipped)
-
-        def triplets(subset: str, items: list[dict], skipped: int) -> None:
-            if not items:
-                add(subset, "skipped", skipped, skipped)
-                return
-            paraphrase = [(i["original"], i["paraphrase"]) for i in items]
-            perturbed = [(i["original"], i["perturbed"]) for i in items]
-            similarity_paraphrase, similarity_perturbed = scorer.similarity(paraphrase), scorer.similarity(perturbed)
-            add(subset, "sim_para_mean", np.mean(similarity_paraphrase), len(items))
-            add(subset, "sim_perturbed_mean", np.mean(similarity_perturbed), len(items))
-            rate(subset, "sim", similarity_paraphrase - similarity_perturbed, setup.cosine_epsilons)
-            ned_paraphrase, ned_perturbed = _ned(scorer, paraphrase), _ned(scorer, perturbed)
-            if ned_paraphrase is not None:
-                add(subset, "ned_para_mean", np.mean(ned_paraphrase), len(items))
-                add(subset, "ned_perturbed_mean", np.mean(ned_perturbed), len(items))
-                rate(subset, "ned", ned_perturbed - ned_paraphrase, setup.ned_epsilons)
-            add(subset, "skipped", skipped, len(items) + skipped)
-
+        epsilons = (setup.cosine_epsilons, setup.ned_epsilons)
+        scores = criteria.Scores()
         if 1 in setup.criteria and "c1" in kinds:
-            positive, random = _c1_pairs(perturbations, "positive"), _c1_pairs(perturbations, "random")
-            similarity_positive, similarity_random = scorer.similarity(positive), scorer.similarity(random)
-            count = min(len(positive), len(random))  # margins pair the i-th positive with the i-th random pair
-            add("c1", "sim_pos_mean", np.mean(similarity_positive), len(positive))
-            add("c1", "sim_rnd_mean", np.mean(similarity_random), len(random))
-            add("c1", "sim_diff_mean", np.mean(similarity_positive) - np.mean(similarity_random), count)
-            rate("c1", "sim", similarity_positive[:count] - similarity_random[:count], setup.cosine_epsilons)
-            ned_positive, ned_random = _ned(scorer, positive), _ned(scorer, random)
-            if ned_positive is not None:
-                add("c1", "ned_pos_mean", np.mean(ned_positive), len(positive))
-                add("c1", "ned_rnd_mean", np.mean(ned_random), len(random))
-                add("c1", "ned_diff_mean", np.mean(ned_positive) - np.mean(ned_random), count)
-                rate("c1", "ned", ned_random[:count] - ned_positive[:count], setup.ned_epsilons)
+            scores.extend(criteria.semantic_distinction(scorer, items["c1"], *epsilons))
         for n in N_VALUES if "c2" in kinds else ():
             subset = f"c2/n={n}"
-            plain_pairs(subset, [i for i in perturbations.items["c2"] if i["n"] == n], perturbations.skipped.get(subset, 0))
+            chosen = [item for item in items["c2"] if item.n == n]
+            scores.extend(criteria.perturbed_pairs(scorer, subset, chosen, skipped.get(subset, 0), alpha, random_ned))
         if "c3" in kinds:
-            triplets("c3", perturbations.items["c3"], perturbations.skipped.get("c3", 0))
+            scores.extend(criteria.paraphrase_against_perturbed(scorer, "c3", items["c3"], skipped.get("c3", 0), *epsilons))
         if "c4" in kinds:
-            plain_pairs("c4", perturbations.items["c4"], None)
+            scores.extend(criteria.perturbed_pairs(scorer, "c4", items["c4"], None, alpha, random_ned))
         for n in N_VALUES if "c5" in kinds else ():
             subset = f"c5/n={n}"
-            triplets(subset, [i for i in perturbations.items["c5"] if i["n"] == n], perturbations.skipped.get(subset, 0))
-        return records
+            chosen = [item for item in items["c5"] if item.n == n]
+            scores.extend(criteria.paraphrase_against_perturbed(scorer, subset, chosen, skipped.get(subset, 0), *epsilons))
+        return scores
 
     def adjustment(self, method: Method) -> tuple[float, float | None, tuple[int, int]]:
         """(α, mean random-pair NED or None for pairwise methods, (pairs behind α, pairs behind the NED))."""
         similarities, distances = [], []
         for dataset in PARAPHRASE_DATASETS:
             scorer = self.setup.scorer(method, dataset)
-            random = _c1_pairs(self.setup.perturbations(dataset), "random")
+            random = criteria.c1_pairs(self.setup.perturbations(dataset).items["c1"], "random")
             similarities.append(scorer.similarity(random))
-            if (ned := _ned(scorer, random)) is not None:
+            if (ned := criteria.ned(scorer, random)) is not None:
                 distances.append(ned)
         random_ned = metrics.random_ned_level(distances) if distances else None
         counts = (sum(len(s) for s in similarities), sum(len(d) for d in distances))

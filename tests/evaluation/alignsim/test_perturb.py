@@ -148,15 +148,15 @@ def test_same_seed_same_files_and_counts(tmp_path):
     assert any(a.read_bytes() != c.read_bytes() for a, c in zip(paths_a[:-1], paths_c[:-1]))
     # every sentence is either perturbed or counted as skipped
     for n in (1, 2, 3):
-        kept = sum(1 for item in first.items["c2"] if item["n"] == n)
+        kept = sum(1 for item in first.items["c2"] if item.n == n)
         assert kept + first.skipped[f"c2/n={n}"] == 25
-        assert all(item["perturbed"] != item["original"] for item in first.items["c2"])
+        assert all(item.perturbed != item.original for item in first.items["c2"])
     assert len(first.items["c3"]) + first.skipped["c3"] == 25
     # random pairs never keep their own partner; positives are label-1 pairs
-    kinds = Counter(item["kind"] for item in first.items["c1"])
+    kinds = Counter(item.kind for item in first.items["c1"])
     assert kinds == {"positive": 25, "random": 25}
     for item in first.items["c1"]:
-        assert (item["source_a"] == item["source_b"]) == (item["kind"] == "positive")
+        assert (item.source_a == item.source_b) == (item.kind == "positive")
     # the saved files load back to the same items
     loaded = type(first).load(tmp_path / "a", "mrpc")
     assert loaded.items == first.items and loaded.skipped == first.skipped
@@ -229,16 +229,16 @@ def test_perturbation_mode_is_part_of_the_sampling(tmp_path):
         return sum(1 for word in set(sentence.split()) if word not in stopwords and lookup(word))
 
     for n in (1, 2, 3):
-        items = [item for item in built.items["c2"] if item["n"] == n]
+        items = [item for item in built.items["c2"] if item.n == n]
         # the authors' mode keeps every sampled sentence, with min(n, candidates) words replaced
         assert len(items) == 25 and built.skipped[f"c2/n={n}"] == 0
-        assert all(len(item["changes"]) == min(n, candidates(item["original"], lexicon.authors_synonyms)) for item in items)
+        assert all(len(item.changes) == min(n, candidates(item.original, lexicon.authors_synonyms)) for item in items)
     assert len(built.items["c3"]) == 25 and built.skipped["c3"] == 0
     for item in built.items["c3"]:  # one antonym where the sentence has a candidate; unchanged where it has none
-        assert len(item["changes"]) == min(1, candidates(item["original"], lexicon.authors_antonyms))
-        if not item["changes"]:
-            assert item["perturbed"] == " ".join(item["original"].split())
+        assert len(item.changes) == min(1, candidates(item.original, lexicon.authors_antonyms))
+        if not item.changes:
+            assert item.perturbed == " ".join(item.original.split())
     assert all(change["replacement"] in lexicon.authors_antonyms(change["original"])
-               for item in built.items["c3"] for change in item["changes"])
+               for item in built.items["c3"] for change in item.changes)
     built.save(tmp_path)
     assert type(built).load(tmp_path, "mrpc").config == config

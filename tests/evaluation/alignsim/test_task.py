@@ -58,8 +58,8 @@ def test_criterion1_and_alpha_match_an_independent_computation(sets, st_minilm, 
     random_means = []
     for name in ("qqp", "paws", "mrpc"):
         items = sets[name].items["c1"]
-        positive = _cosine(st_minilm, [(i["text_a"], i["text_b"]) for i in items if i["kind"] == "positive"])
-        random = _cosine(st_minilm, [(i["text_a"], i["text_b"]) for i in items if i["kind"] == "random"])
+        positive = _cosine(st_minilm, [(i.text_a, i.text_b) for i in items if i.kind == "positive"])
+        random = _cosine(st_minilm, [(i.text_a, i.text_b) for i in items if i.kind == "random"])
         random_means.append(random.mean())
         assert result.value(name, "c1", "sim_pos_mean") == pytest.approx(positive.mean(), abs=1e-4)
         assert result.value(name, "c1", "sim_rnd_mean") == pytest.approx(random.mean(), abs=1e-4)
@@ -70,7 +70,7 @@ def test_criterion1_and_alpha_match_an_independent_computation(sets, st_minilm, 
     alpha = 1.0 - np.mean(random_means)
     assert result.value("all", "adjustment", "alpha") == pytest.approx(alpha, abs=1e-4)
     afin = sets["afin"].items["c4"]
-    affirmative = _cosine(st_minilm, [(i["original"], i["perturbed"]) for i in afin])
+    affirmative = _cosine(st_minilm, [(i.original, i.perturbed) for i in afin])
     assert result.value("afin", "c4", "sim_adjusted") == pytest.approx(alpha * affirmative.mean(), abs=1e-4)
 
 
@@ -78,7 +78,7 @@ def test_every_criterion_reports_and_counts_skips(sets, minilm_run):
     _, result = minilm_run
     for name in ("qqp", "paws", "mrpc"):
         for n in (1, 2, 3):
-            kept = sum(1 for item in sets[name].items["c2"] if item["n"] == n)
+            kept = sum(1 for item in sets[name].items["c2"] if item.n == n)
             skipped = result.value(name, f"c2/n={n}", "skipped")
             assert kept + skipped == 8
             if kept:  # short QQP questions may have fewer than n replaceable words: all skipped, none scored
@@ -102,7 +102,7 @@ def test_pairwise_method_uses_its_own_similarity_and_skips_ned(sets, tmp_path, m
     assert not any(r.metric.startswith("ned") for r in result.records)
     assert any("NED is skipped" in note for note in result.notes)
     items = sets["mrpc"].items["c1"]
-    expected = np.mean([jaccard(i["text_a"], i["text_b"]) for i in items if i["kind"] == "positive"])
+    expected = np.mean([jaccard(i.text_a, i.text_b) for i in items if i.kind == "positive"])
     assert result.value("mrpc", "c1", "sim_pos_mean") == pytest.approx(expected, abs=1e-6)
 
 
