@@ -19,6 +19,8 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
 
 import pytest
 
+pytest_plugins = ["xdist_groups"]  # tests/xdist_groups.py: --dist loadgroup that holds under pytest 9.2
+
 TEST_TIMES_VARIABLE = "EMBEDLAB_TEST_TIMES"
 
 
@@ -31,10 +33,11 @@ def pytest_runtest_protocol(item, nextitem):
     if not path:
         yield
         return
+    started = time.time()
     before = _cpu_seconds(), time.perf_counter()
     yield
     cpu, wall = _cpu_seconds() - before[0], time.perf_counter() - before[1]
-    line = json.dumps({"test": item.nodeid, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+    line = json.dumps({"test": item.nodeid, "start": round(started, 3), "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
                        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")})
     with open(path, "a", encoding="utf-8") as stream:  # one short append per line: workers do not interleave
         stream.write(line + "\n")

@@ -13,7 +13,11 @@ one pysbd call on the whole text gives. A window with no sentence end in it is c
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from typing import TYPE_CHECKING
 
 from embedlab.runtime import cached
@@ -40,6 +44,39 @@ def split_sentences(text: str) -> list[str]:
     if not text.strip():
         return []
     return [piece.strip() for piece in _windowed_segments(text) if piece.strip()]
+
+
+# Below this many characters a corpus is split in this process: starting worker processes costs more.
+PARALLEL_MIN_CHARS = 2_000_000
+
+
+def split_sentences_of_texts(texts: Sequence[str], processes: int | None = None,
+                             parallel_min_chars: int = PARALLEL_MIN_CHARS) -> list[str]:
+    """The sentences of every text in ``texts``, in order: ``split_sentences`` applied to each, concatenated.
+
+    A large corpus (WikiText-2 train: 10.9 M characters, about 50 CPU s of pysbd) is split by ``processes``
+    forked worker processes (default: the cores this process may use) on consecutive slices of ``texts``;
+    each text is split whole by one worker, so the result equals the one-process split exactly."""
+    processes = processes or len(os.sched_getaffinity(0))
+    if processes < 2 or sum(len(text) for text in texts) < parallel_min_chars or not _may_fork():
+        return [sentence for text in texts for sentence in split_sentences(text)]
+    slices = 4 * processes  # several slices per worker, so one slow slice does not hold the others back
+    bounds = [len(texts) * index // slices for index in range(slices + 1)]
+    parts = [list(texts[start:end]) for start, end in zip(bounds, bounds[1:])]
+    _segmenter()  # built once here and inherited, not once per child
+    # Fork, not spawn: spawn re-runs the caller's main script in every child, and a script without a
+    # ``__main__`` guard would start over.
+    with ProcessPoolExecutor(max_workers=processes, mp_context=get_context("fork")) as pool:
+        return [sentence for part in pool.map(_split_part, parts) for sentence in part]
+
+
+def _may_fork() -> bool:
+    """Linux-style fork is available and this process may have children (a daemonic one may not)."""
+    return "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
+
+
+def _split_part(texts: list[str]) -> list[str]:
+    return [sentence for text in texts for sentence in split_sentences(text)]
 
 
 def _windowed_segments(text: str) -> Iterator[str]:

@@ -25,3 +25,14 @@ def test_short_text_is_one_chunk():
     tokenize = lambda text: [len(word) for word in text.split()]  # noqa: E731 - a stand-in tokenizer
     assert chunk_token_ids("one two three.", tokenize, budget=10) == [[3, 3, 6]]
     assert chunk_token_ids("One two. Three four. Five.", tokenize, budget=4) == [[3, 4, 5, 5], [5]]
+
+
+def test_splitting_a_corpus_on_several_processes_equals_one_process():
+    from embedlab.data.sentences import split_sentences_of_texts
+    from embedlab.data.wikitext import wikitext2_paragraphs
+
+    paragraphs = wikitext2_paragraphs("valid")[:120]
+    one_process = [sentence for paragraph in paragraphs for sentence in split_sentences(paragraph)]
+    assert split_sentences_of_texts(paragraphs, processes=1) == one_process
+    assert split_sentences_of_texts(paragraphs, processes=2, parallel_min_chars=0) == one_process
+    assert len(one_process) > len(paragraphs)  # paragraphs of several sentences: the order is checked
