@@ -68,11 +68,11 @@ def test_alignment_task_on_stsb_train() -> None:
 
 
 def test_isotropy_task_encodes_distinct_sentences_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from embedlab.data import datasets
+    from embedlab.evaluation import geometry
     from embedlab.evaluation.geometry import IsotropyTask
 
     sentences = [f"sentence number {k} is long enough" for k in range(40)] + ["sentence number 0 is long enough"]
-    monkeypatch.setattr(datasets, "wikitext2_sentences", lambda split="test", min_chars=10: sentences)
+    monkeypatch.setattr(geometry, "wikitext2_sentences", lambda split="test", min_chars=10: sentences)
     method = FakeMethod(dim=4)
     (record,) = IsotropyTask().run(method)
     vectors = np.stack([method.vector(s) for s in dict.fromkeys(sentences)])
