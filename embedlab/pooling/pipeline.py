@@ -149,9 +149,15 @@ class PoolingPipeline:
         weights = token_weights(flat, keep, idf)
         rows, scales = source.lookup(flat.token_ids)
         table = source.table()
-        coefficients = weights if scales is None else weights * scales
-        selector = csr_matrix((coefficients, rows, flat.offsets), shape=(flat.num_texts, table.shape[0]))
-        return np.asarray(selector @ table, dtype=np.float32)
+        coefficients = weights.astype(np.float64) if scales is None else weights * scales.astype(np.float64)
+        # Sum in float64 over the rows the texts use: a float32 running sum over a long text loses ~1e-7 of
+        # its magnitude, which a whitening step (scales up to ~10³) lifts above 1e-5.
+        used = np.zeros(table.shape[0], dtype=bool)
+        used[rows] = True
+        used_rows = np.flatnonzero(used)
+        columns = (np.cumsum(used) - 1)[rows]
+        selector = csr_matrix((coefficients, columns, flat.offsets), shape=(flat.num_texts, len(used_rows)))
+        return np.asarray(selector @ table[used_rows].astype(np.float64), dtype=np.float32)
 
     def fit_post(self, pooled: np.ndarray, reference: Callable[[], np.ndarray]) -> tuple[Chain, np.ndarray]:
         """Stage 4 fitted on ``pooled`` (``@ref`` steps on ``reference()``): the chain and ``pooled`` transformed."""

@@ -34,7 +34,7 @@ from embedlab.errors import InputError
 from embedlab.models import LoadedModel
 from embedlab.pooling.aggregation import FlatTokens
 from embedlab.pooling.static import avg_tables, distilled_table, model_random_table
-from embedlab.pooling.static_folders import StaticModelFolder
+from embedlab.pooling.static_folders import StaticModelFolder, token_ids_in_batches
 from embedlab.runtime import memo
 from embedlab.tokens.entry import TokenStates
 from embedlab.tokens.store import store_for
@@ -132,7 +132,8 @@ def tokenized_texts(model: LoadedModel, texts: Sequence[str]) -> FlatTokens:
     def tokenize() -> FlatTokens:
         if isinstance(model, StaticModelFolder):  # model2vec's tokenisation: no special tokens, unknown dropped
             return model.flat_tokens(texts)
-        encoded = model.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
+        encoded = token_ids_in_batches(
+            lambda batch: model.tokenizer(batch, add_special_tokens=False, verbose=False)["input_ids"], texts) if texts else []
         sequences = [np.asarray(model.with_special_tokens(ids), dtype=np.int64) for ids in encoded]
         return FlatTokens.from_token_ids(sequences, special_token_ids(model))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -47,6 +48,42 @@ def test_tokenlearn_package_model_gives_model2vecs_own_vectors(tokenlearn_folder
     assert ours.dtype == np.float32 and ours.shape == (len(texts), 64)
     np.testing.assert_allclose(ours, reference, rtol=0, atol=1e-6)
     np.testing.assert_array_equal(ours[len(sts_sentences)], np.zeros(64))  # empty text: zero, as model2vec
+
+
+def test_many_texts_are_tokenised_on_threads_even_with_tokenizers_parallelism_off(tokenlearn_folder, sts_sentences, monkeypatch):
+    """model2vec sets TOKENIZERS_PARALLELISM=false for the whole process once it encodes > 10,000 texts; a single
+    batch call would then run on one core. Batches go to a thread pool instead, and the vectors are unchanged."""
+    import threading
+
+    from embedlab.pooling import static_folders
+
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    monkeypatch.setattr(static_folders, "TOKENIZE_BATCH", 7, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)  # two usable cores
+    texts = [f"{text} ({index})" for index, text in enumerate(sts_sentences)]  # new texts: no tokenisation memo
+    method = embedlab.load("static:tokenlearn")
+    backend = method.model.tokenizer.backend
+    callers: set[int] = set()
+    lock, both_running = threading.Lock(), threading.Barrier(2, timeout=60)
+
+    class Recording:  # the Rust tokenizer's methods cannot be patched; wrap it
+        def __getattr__(self, name):
+            return getattr(backend, name)
+
+        def encode_batch_fast(self, batch, **kwargs):
+            assert len(batch) <= 7
+            with lock:
+                first_call = threading.get_ident() not in callers
+                callers.add(threading.get_ident())
+            if first_call:  # each thread's first batch waits for the other thread: two tokenise at once
+                both_running.wait()
+            return backend.encode_batch_fast(batch, **kwargs)
+
+    monkeypatch.setattr(method.model.tokenizer, "backend", Recording())
+    ours = method.encode(texts)
+    assert len(callers) == 2 and threading.get_ident() not in callers  # two worker threads
+    reference = model2vec.StaticModel.from_pretrained(str(tokenlearn_folder)).encode(texts)
+    np.testing.assert_allclose(ours, reference, rtol=0, atol=1e-6)
 
 
 def test_a_path_equals_the_named_model_and_options_compose(tokenlearn_folder, sts_sentences):
