@@ -132,6 +132,19 @@ class ClassificationTask(Task):
         return [_Split(pair_features(vectors[2 * k], vectors[2 * k + 1], self.pair_features), s.labels)
                 for k, s in enumerate(splits)]
 
+    def check_data(self) -> None:
+        name = self.dataset
+        if self.path is not None or name in CV_SETS:
+            datasets.load_labelled_texts(self.path) if self.path else datasets.senteval_binary(name)
+        elif name == "trec":
+            datasets.trec("train"), datasets.trec("test")
+        elif name == "mrpc":
+            datasets.mrpc("train"), datasets.mrpc("test")
+        elif name == "sick-e":
+            [datasets.sick_entailment(split) for split in ("train", "trial", "test")]
+        else:
+            [datasets.sst(name == "sst5", split) for split in ("train", "dev", "test")]
+
     def run(self, method: Method) -> list[Record]:
         self.check(method)
         name, seed = self.dataset, self.seed

@@ -37,6 +37,14 @@ class CorrelationsTask(Task):
         if path is None and dataset not in self.datasets:
             raise ValueError(f"unknown correlations dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
+    def check_data(self) -> None:
+        if self.path is not None:
+            datasets.load_scored_pairs(self.path)
+        elif self.dataset == "summeval":
+            datasets.summeval()
+        else:
+            datasets.stsb("test")
+
     def run(self, method: Method) -> list[Record]:
         self.check(method)
         if self.dataset == "summeval" and self.path is None:

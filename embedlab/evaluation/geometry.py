@@ -19,6 +19,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from embedlab.data import datasets
+from embedlab.data.wikitext import wikitext2_file
 from embedlab.evaluation.base import Method, Metric, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import Encoded, unit_rows
@@ -79,6 +80,9 @@ class IsotropyTask(Task):
         super().__init__(dataset)
         self.split = split
 
+    def check_data(self) -> None:
+        wikitext2_file(self.split)  # present (sentences are split, and cached, when the task runs)
+
     def run(self, method: Method) -> list[Record]:
         self.check(method)
         sentences = datasets.wikitext2_sentences(self.split)
@@ -102,6 +106,9 @@ class AlignmentTask(Task):
 
     def __init__(self, dataset: str = "stsb") -> None:
         super().__init__(dataset)
+
+    def check_data(self) -> None:
+        datasets.stsb("train")
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)
