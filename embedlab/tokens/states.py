@@ -399,6 +399,23 @@ class TokenStateStore:
         for sequence in sequences:
             remaining[sequence.text_index] += 1
         done: list[list[tuple[_Sequence, np.ndarray]]] = [[] for _ in texts]
+        for sequence, states in self.run_sequences(sequences, batch_size, show_progress_bar, layers):
+            done[sequence.text_index].append((sequence, states))
+            remaining[sequence.text_index] -= 1
+            if remaining[sequence.text_index] == 0:
+                ready(sequence.text_index, _assemble(done[sequence.text_index], layers))
+                done[sequence.text_index] = []
+
+    def text_sequences(self, text: str, template: Template | None = None, max_tokens: int | None = None) -> list[_Sequence]:
+        """The model inputs of one text (its sentence-packed chunks), as :meth:`compute` builds them."""
+        return self._sequences(0, text, self._tokenize(text), template, max_tokens)
+
+    @torch.inference_mode()
+    def run_sequences(self, sequences: Sequence[_Sequence], batch_size: int, show_progress_bar: bool | None,
+                      layers: tuple[int, ...]) -> Iterator[tuple[_Sequence, np.ndarray]]:
+        """Each sequence with its (len(layers), length, d) float32 states, batched longest first; what is
+        not yielded is dropped as soon as its batch is done (a long text streams through
+        :mod:`embedlab.pooling.long_texts` a group of chunks at a time)."""
         model, device = self.model.model, self.model.device
         pad_id = self.model.tokenizer.pad_token_id or 0
         embed = model.get_input_embeddings()
@@ -421,11 +438,7 @@ class TokenStateStore:
                 states = np.empty((len(outputs), length, outputs[0].shape[-1]), dtype=np.float32)
                 for index, output in enumerate(outputs):
                     states[index] = output[row, :length]
-                done[sequence.text_index].append((sequence, states))
-                remaining[sequence.text_index] -= 1
-                if remaining[sequence.text_index] == 0:
-                    ready(sequence.text_index, _assemble(done[sequence.text_index], layers))
-                    done[sequence.text_index] = []
+                yield sequence, states
 
 
 class PackStore:
