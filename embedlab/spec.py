@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -49,9 +50,9 @@ class Option:
             try:
                 return self.validate(value)
             except ValueError as error:
-                raise SpecError(f"option {key}={value!r}: {error}") from None
+                raise SpecError(f"option {key}={shown(value)}: {error}") from None
         if self.choices is not None and value not in self.choices:
-            raise SpecError(f"option {key}={value!r} is not valid{did_you_mean(value, self.choices)}; "
+            raise SpecError(f"option {key}={shown(value)} is not valid{did_you_mean(value, self.choices)}; "
                             f"choose one of: {', '.join(self.choices)}")
         return value
 
@@ -63,8 +64,30 @@ class FamilySchema:
     help: str = ""
 
 
+# Values longer than this are cut in messages: a 100,000-character value would make a one-line error unreadable.
+SHOWN_CHARACTERS = 40
+_LONG_RUN = re.compile(r"\S{%d,}" % (4 * SHOWN_CHARACTERS))
+
+
+def shown(value: str) -> str:
+    """``repr(value)``, cut to its first characters with an ellipsis and its length when it is long."""
+    if len(value) <= 2 * SHOWN_CHARACTERS:
+        return repr(value)
+    return f"{value[:SHOWN_CHARACTERS]!r}"[:-1] + f"…{repr(value)[-1]} ({len(value):,} characters)"
+
+
+def _cut_long_runs(message: str) -> str:
+    return _LONG_RUN.sub(lambda run: run.group()[:SHOWN_CHARACTERS] + f"… ({len(run.group()):,} characters)", message)
+
+
 class SpecError(InputError):
-    """A method spec that cannot be parsed or names unknown families, keys or values."""
+    """A method spec that cannot be parsed or names unknown families, keys or values.
+
+    Long values are cut in the message (see :func:`shown`); a validator's message that quotes the value
+    again is cut by the same rule."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_cut_long_runs(message))
 
 
 def did_you_mean(given: str, names: Collection[str]) -> str:
@@ -153,7 +176,7 @@ def build_spec(schema: FamilySchema, model: str, values: Mapping[str, str]) -> M
     unknown = [key for key in values if key not in schema.options]
     if unknown:
         raise SpecError(
-            f"unknown option {unknown[0]!r} for family {family!r}{did_you_mean(unknown[0], schema.options)}; "
+            f"unknown option {shown(unknown[0])} for family {family!r}{did_you_mean(unknown[0], schema.options)}; "
             f"valid options: {', '.join(schema.options) or '(none)'}"
         )
     options = []
@@ -171,12 +194,12 @@ def _parse_options(text: str, where: str) -> dict[str, str]:
         return values
     for item in text.split(","):
         if "=" not in item or item.startswith("="):
-            raise SpecError(f"{where}: expected key=value, got {item!r}")
+            raise SpecError(f"{where}: expected key=value, got {shown(item)}")
         key, value = item.split("=", 1)
         if key in values:
-            raise SpecError(f"{where}: option {key!r} given twice")
+            raise SpecError(f"{where}: option {shown(key)} given twice")
         if not value:
-            raise SpecError(f"{where}: option {key!r} has an empty value")
+            raise SpecError(f"{where}: option {shown(key)} has an empty value")
         values[key] = value
     return values
 
@@ -187,7 +210,7 @@ def _parse_part(text: str, families: Mapping[str, FamilySchema], model_names: Co
     head, colon, rest = text.partition(":")
     if colon and head not in families and head not in model_names and "/" not in head and "=" not in rest.split(",", 1)[0]:
         # FAMILY:MODEL with a family that does not exist (MODEL:options would start with key=value)
-        raise SpecError(f"unknown family {head!r} in spec {text!r}{did_you_mean(head, families)}; "
+        raise SpecError(f"unknown family {shown(head)} in spec {shown(text)}{did_you_mean(head, families)}; "
                         f"known families: {', '.join(sorted(families))}")
     if colon and head in families and head != POOLED:
         model, _, options = rest.partition(",")
@@ -201,10 +224,10 @@ def _parse_part(text: str, families: Mapping[str, FamilySchema], model_names: Co
         family = POOLED
         model, _, options = text.partition(",")
     if not model:
-        raise SpecError(f"spec {text!r} names no model")
+        raise SpecError(f"spec {shown(text)} names no model")
     if family not in families:
         raise SpecError(f"unknown family {family!r}; known: {', '.join(sorted(families))}")
-    return build_spec(families[family], model, _parse_options(options, f"spec {text!r}"))
+    return build_spec(families[family], model, _parse_options(options, f"spec {shown(text)}"))
 
 
 def _starts_new_part(following: str, families: Collection[str], model_names: Collection[str]) -> bool:
@@ -244,6 +267,6 @@ def parse_spec(text: str, families: Mapping[str, FamilySchema], model_names: Col
         raise SpecError(f"a method spec must be a string, got {type(text).__name__}")
     text = text.strip()
     if not text or any(char.isspace() for char in text):
-        raise SpecError(f"method spec {text!r} is empty or contains whitespace")
+        raise SpecError(f"method spec {shown(text)} is empty or contains whitespace")
     parts = [_parse_part(part, families, model_names) for part in _split_parts(text, families, model_names)]
     return parts[0] if len(parts) == 1 else ConcatSpec(tuple(parts))

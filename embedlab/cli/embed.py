@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import tempfile
 from pathlib import Path
 
@@ -25,6 +26,26 @@ from embedlab.errors import InputError  # a command-line choice that cannot work
 from embedlab.runtime import atomic_write_bytes
 
 OUTPUT_FORMATS = (".npy", ".parquet")
+# Suffixes of file formats embed does not write: `--out vectors.npz` is a mistake, not a folder's name.
+OTHER_FILE_FORMATS = frozenset({".npz", ".np", ".csv", ".tsv", ".txt", ".json", ".jsonl", ".pt", ".pth", ".h5", ".hdf5",
+                                ".pkl", ".pickle", ".bin", ".safetensors", ".arrow", ".feather", ".parq", ".pq", ".vec"})
+
+
+def output_kind(output: Path) -> str:
+    """The README's rule: ``.npy`` or ``.parquet`` (any case) is one file; any other path a folder of shards
+    (``vectors``, ``vectors.2024-06``), except a suffix naming another file format, which is refused."""
+    suffix = output.suffix.lower()
+    if suffix in OUTPUT_FORMATS and not output.is_dir():
+        return suffix
+    if suffix in OTHER_FILE_FORMATS and not output.is_dir():
+        raise InputError(f"--out {output}: {output.suffix!r} is not a format embed writes; give a .npy (vectors) or "
+                         ".parquet (id, vector, optional text) file, in any case, or a folder for resumable shards "
+                         "(a path without such a suffix, e.g. vectors or vectors.2024-06)")
+    return "folder"
+
+
+def _refuse_empty(source: str) -> None:
+    raise InputError(f"input {source} holds no texts; nothing was written")
 
 
 def check_output(output: Path) -> None:
@@ -32,10 +53,10 @@ def check_output(output: Path) -> None:
     pyarrow for .parquet, or a folder that cannot be created or written to."""
     if output.exists() and not output.is_file():
         raise InputError(f"--output {output} exists and is not a regular file")
-    if output.suffix not in OUTPUT_FORMATS:
+    if output.suffix.lower() not in OUTPUT_FORMATS:
         raise InputError(f"--output {output} must end in .npy (vectors) or .parquet (id, vector, optional text), "
                          "or name a folder (no suffix) for resumable shards")
-    if output.suffix == ".parquet":
+    if output.suffix.lower() == ".parquet":
         try:
             import pyarrow  # noqa: F401
         except ImportError:
@@ -54,7 +75,10 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     if args.out == "-":
         raise InputError("--out -: vectors are not written to standard output; give a .npy or .parquet file, or a folder")
     output = Path(args.out)
-    if not output.suffix or output.is_dir():
+    kind = output_kind(output)
+    if args.input != "-" and _is_null_device(args.input):
+        _refuse_empty(args.input)  # a folder run would call it a device: the same answer for both outputs
+    if kind == "folder":
         return _embed_to_folder(args, output)
     if args.engine != "local" or args.address or args.workers:
         raise InputError(f"--engine ray writes a folder of shards; give --out a folder, not the file {output}")
@@ -64,13 +88,16 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     if args.input != "-" and same_path(output, Path(args.input).expanduser()):
         raise InputError(f"--out {output} is the input file: writing the vectors there would replace the texts; "
                          "give another path (nothing was written)")
-    if args.include_text and output.suffix != ".parquet":
+    if args.include_text and kind != ".parquet":
         raise InputError("--include-text needs a .parquet output (a .npy file holds only the vectors)")
-    ids, texts = Corpus(args.input, args.input_format).read_all()
+    corpus = Corpus(args.input, args.input_format)
+    ids, texts = corpus.read_all()
+    if not texts:
+        _refuse_empty(corpus.source)
     method = embedlab.load(args.spec)
     vectors = method.encode(texts, batch_size=args.batch_size, show_progress_bar=runtime.show_progress(), normalize_embeddings=args.normalize)
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)  # FAISS-ready rows
-    if output.suffix == ".npy":
+    if kind == ".npy":
         buffer = io.BytesIO()
         np.save(buffer, vectors, allow_pickle=False)
         payload = buffer.getbuffer()
@@ -82,6 +109,13 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         raise OSError(error.errno, f"could not write the output ({error.strerror}); nothing was written", str(output)) from None
     runtime.status(f"wrote {vectors.shape[0]} x {vectors.shape[1]} float32 vectors to {output}")
     return 0
+
+
+def _is_null_device(name: str) -> bool:
+    try:
+        return os.path.samefile(Path(name).expanduser(), os.devnull)
+    except OSError:
+        return False  # missing or unreadable: the reader names it
 
 
 def _embed_to_folder(args: argparse.Namespace, folder: Path) -> int:
@@ -125,8 +159,8 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
                        help="auto: by suffix (.jsonl/.json, .csv, .tsv, .parquet; anything else is one text per line)")
     add_out(
         embed, "--output",
-        help="a .npy (float32 rows) or .parquet (id, vector, text with --include-text) file, written atomically; any other "
-        "path is a folder of Parquet shards + manifest.json that a rerun resumes (ids: the file's 'id', else line/row numbers)",
+        help="a .npy (float32 rows) or .parquet (id, vector, text with --include-text) file (any case), written atomically; "
+        "another file format's suffix (.npz, .csv, ...) is refused; any other path is a folder of Parquet shards + manifest.json that a rerun resumes (ids: the file's 'id', else line/row numbers)",
     )
     embed.add_argument("--include-text", action="store_true", help=".parquet file only: add a 'text' column")
     embed.add_argument("--batch-size", type=positive_int, default=32)

@@ -95,7 +95,7 @@ def embed_corpus(
     }
     scan = corpus.scan(shard_size)
     if scan.count == 0:
-        raise InputError(f"{corpus.source} holds no texts")
+        raise InputError(f"input {corpus.source} holds no texts; nothing was written")
     folder.prepare(expected, overwrite, check_only=True)  # refuse another run's folder before writing anything
     plans = shard_plans(scan, shard_size)
     if not folder.path.exists():  # a new folder: the whole run must fit (a resumed one is checked under the lock)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
@@ -20,6 +21,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from embedlab.errors import InputError, InputTypeError
+from embedlab.data import DataFormatError
 from embedlab.evaluation.records import Record
 from embedlab.runtime import cache_key
 from embedlab.runtime.settings import solver_thread_count
@@ -174,6 +176,7 @@ class Task:
         path = Path(dataset[1:]).expanduser()
         if not path.exists():  # a folder or an unreadable file fails when hashed, with the OS's reason
             raise FileNotFoundError(f"data file not found: {path.resolve()} (given in --tasks as {cls.name}:{dataset})")
+        _refuse_streams(path, f"{cls.name}:{dataset}")
         return cls(cls.user_dataset_name(path, keywords), path=dataset[1:], **keywords)
 
     @classmethod
@@ -213,6 +216,14 @@ class Task:
                 "method (it only scores text pairs); evaluate it with sts, pairs or correlations"
             )
 
+    def check_data(self) -> None:
+        """Read and parse every file this task will run on (errors name file and line). :func:`evaluate`
+        calls it for all tasks before the first one runs, so a bad file for the last task fails in seconds,
+        not after hours of the others. Tasks with a ``load()`` of their data are checked by it."""
+        load = getattr(self, "load", None)
+        if callable(load):
+            load()
+
     def run(self, method: Method) -> list[Record]:
         raise NotImplementedError
 
@@ -251,3 +262,27 @@ def solver_threads() -> threadpool_limits:
     the BLAS/OpenMP workers spin-wait and a fit runs ~10x slower than on one thread (measured on 2 cores).
     """
     return threadpool_limits(limits=solver_thread_count())
+    value = os.environ.get("EMBEDLAB_SOLVER_THREADS", "1")
+    try:
+        threads = int(value)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"EMBEDLAB_SOLVER_THREADS={value[:40]!r} must be a positive whole number (default 1)")
+    return threadpool_limits(limits=threads)
+
+
+def _refuse_streams(path: Path, given: str) -> None:
+    """A user dataset is read twice, once to hash its content into the dataset's name and once to parse it:
+    a pipe (bash's ``<(…)``, a FIFO) can be read only once, and a device (``/dev/zero``) may never end."""
+    mode = path.stat().st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        kind = "a pipe"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "a device"
+    else:
+        return  # a regular file, or a folder (refused when read, with the OS's reason)
+    raise DataFormatError(f"{path} (given in --tasks as {given}) is {kind}, not a regular file: a dataset file is read "
+                          "twice (its content names the stored results, then it is parsed), and "
+                          f"{'a pipe can be read only once' if kind == 'a pipe' else 'a device may never end'}; "
+                          "save it to a file first (e.g. `cmd > pairs.tsv`) and give that file")

@@ -137,6 +137,19 @@ class ClassificationTask(Task):
         return [_Split(pair_features(vectors[2 * k], vectors[2 * k + 1], self.pair_features), s.labels)
                 for k, s in enumerate(splits)]
 
+    def check_data(self) -> None:
+        name = self.dataset
+        if self.path is not None or name in CV_SETS:
+            load_labelled_texts(self.path) if self.path else senteval_binary(name)
+        elif name == "trec":
+            trec("train"), trec("test")
+        elif name == "mrpc":
+            mrpc("train"), mrpc("test")
+        elif name == "sick-e":
+            [sick_entailment(split) for split in ("train", "trial", "test")]
+        else:
+            [sst(name == "sst5", split) for split in ("train", "dev", "test")]
+
     def run(self, method: Method) -> list[Record]:
         self.check(method)
         name, seed = self.dataset, self.seed

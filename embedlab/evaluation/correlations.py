@@ -40,6 +40,14 @@ class CorrelationsTask(Task):
         if path is None and dataset not in self.datasets:
             raise InputError(f"unknown correlations dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
+    def check_data(self) -> None:
+        if self.path is not None:
+            load_scored_pairs(self.path)
+        elif self.dataset == "summeval":
+            summeval()
+        else:
+            stsb("test")
+
     def run(self, method: Method) -> list[Record]:
         self.check(method)
         if self.dataset == "summeval" and self.path is None:

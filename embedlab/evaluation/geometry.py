@@ -20,7 +20,7 @@ from scipy.special import logsumexp
 
 from embedlab.errors import InputError
 from embedlab.data.sts import stsb
-from embedlab.data.wikitext import wikitext2_sentences
+from embedlab.data.wikitext import wikitext2_file, wikitext2_sentences
 from embedlab.evaluation.base import Method, Metric, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import Encoded, unit_rows
@@ -81,6 +81,9 @@ class IsotropyTask(Task):
         super().__init__(dataset)
         self.split = split
 
+    def check_data(self) -> None:
+        wikitext2_file(self.split)  # present (sentences are split, and cached, when the task runs)
+
     def run(self, method: Method) -> list[Record]:
         self.check(method)
         sentences = wikitext2_sentences(self.split)
@@ -104,6 +107,9 @@ class AlignmentTask(Task):
 
     def __init__(self, dataset: str = "stsb") -> None:
         super().__init__(dataset)
+
+    def check_data(self) -> None:
+        stsb("train")
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)

@@ -134,6 +134,10 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
     say = log or runtime.status
     methods, tasks = [as_method(method) for method in methods], list(tasks)
     run = EvaluationRun()
+    # every task's files read and parsed first: a bad file for the last task fails now, naming file and line
+    for task in tasks:
+        if any(task.applies_to(method) for method in methods):
+            task.check_data()
     total = len(methods) * len(tasks)
     bar = runtime.progress_bar(total=total, desc="tasks", unit="task")
     for number, (method, task) in enumerate(((m, t) for m in methods for t in tasks), start=1):

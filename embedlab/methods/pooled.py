@@ -157,6 +157,7 @@ def check_for_model(model: LoadedModel | ModelTraits, spec: MethodSpec) -> None:
     if needs_mask_token(template) and not has_mask:
         raise InputError(f"{spec}: template {template} needs a mask token and model {name!r} ({kind}) has none; "
                          f"use {NO_MASK_ALTERNATIVES}")
+    _check_limits(name, model.num_layers, model.max_length, spec)
     pool = spec.get("pool")
     if pool == "cls" and kind == "decoder":
         raise InputError(f"{spec}: pool=cls takes the first token, which in decoder {name!r} has seen only itself; "
@@ -164,6 +165,22 @@ def check_for_model(model: LoadedModel | ModelTraits, spec: MethodSpec) -> None:
     if pool in ("mask", "mean-no-mask") and template in ("none", "prompteol", "metaeol"):
         hint = "pool=last" if template in ("prompteol", "metaeol") else "a T0–T4 template (mask token) or template=echo"
         raise InputError(f"{spec}: pool={pool} averages the tokens a template marks, and template={template} marks none; use {hint}")
+
+
+def _check_limits(name: str, num_layers: int | None, max_length: int | None, spec: MethodSpec) -> None:
+    """A layer the model does not have, or a cut longer than its input, refused with the model's limit."""
+    options = spec.schema.options if spec.schema is not None else {}
+    if "layers" in options and num_layers is not None:
+        for item in spec.get("layers").split("+"):
+            if item != "last" and not -1 <= int(item) <= num_layers:
+                raise ValueError(f"{spec}: layers={spec.get('layers')}: layer {item} is beyond model {name!r}, which has "
+                                 f"{num_layers} layers; use layers from -1 to {num_layers} (-1: static token embeddings, "
+                                 f"0: embedding output, {num_layers} or last: the last layer), joined by '+'")
+    if "truncate" in options and max_length is not None and spec.get("truncate") != "none":
+        if int(spec.get("truncate")) > max_length:
+            raise ValueError(f"{spec}: truncate={spec.get('truncate')}: model {name!r} takes at most {max_length} input "
+                             f"tokens; use truncate=1 to truncate={max_length}, or leave truncate out (without truncate, "
+                             "long texts are split into sentence-packed chunks and nothing is cut)")
 
 
 TOKEN_SOURCES: dict[str, Callable[[LoadedModel, MethodSpec], TokenSource]] = {

@@ -91,10 +91,13 @@ def _is_decoder_config(config) -> bool:
 
 @dataclass(frozen=True)
 class ModelTraits:
-    """What a method needs to know of a model before any work: its kind and whether it has a mask token."""
+    """What a method needs to know of a model before any work: its kind, whether it has a mask token, its
+    number of layers and the input tokens it takes (special tokens included)."""
 
     kind: str  # "encoder" or "decoder"
     has_mask_token: bool
+    num_layers: int | None = None
+    max_length: int | None = None
 
 
 def model_traits(name: str) -> ModelTraits | None:
@@ -114,7 +117,9 @@ def _traits_of_folder(path: str) -> ModelTraits:
 
     config = AutoConfig.from_pretrained(path, local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    return ModelTraits("decoder" if _is_decoder_config(config) else "encoder", tokenizer.mask_token_id is not None)
+    layers = getattr(config, "num_hidden_layers", None)
+    return ModelTraits("decoder" if _is_decoder_config(config) else "encoder", tokenizer.mask_token_id is not None,
+                       int(layers) if layers is not None else None, _max_length(Path(path), tokenizer, config))
 
 
 @dataclass

@@ -39,6 +39,7 @@ from embedlab.errors import InputError
 from embedlab.models import LoadedModel
 from embedlab.runtime import release_free_memory
 from embedlab.runtime.progress import progress_bar
+from embedlab.pooling import long_texts
 from embedlab.pooling.aggregation import aggregate, select_tokens, token_weights
 from embedlab.pooling.postprocess import Chain, fit_chain
 from embedlab.pooling.sources import StaticTokens, TokenSource, release_layouts, tokenized_texts
@@ -111,6 +112,10 @@ class PoolingPipeline:
     ) -> np.ndarray:
         """Stages 1–3: (n, d) pooled vectors, before post-processing, streamed chunk by chunk (see the
         module docstring); only one chunk's token vectors are held at a time."""
+        long = long_texts.long_positions(self, texts)  # a book-length text streams a group of its chunks at a time
+        if long:
+            return long_texts.pool_around_long_texts(
+                self, texts, long, idf, lambda rest: self.pool(rest, idf, batch_size, show_progress_bar, chunk_characters), batch_size)
         chunks = list(stream_chunks(texts, chunk_characters))
         if len(chunks) <= 1 or self.static_fast_path:  # the static path holds token ids only, never vectors
             return self._pool_chunk(texts, idf, batch_size, show_progress_bar)

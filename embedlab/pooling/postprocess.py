@@ -43,7 +43,16 @@ class PostProcessor:
         self.state: dict[str, np.ndarray] = {}
 
     def fit(self, vectors: np.ndarray) -> PostProcessor:
-        self.state = self._fit(np.asarray(vectors, dtype=np.float64))
+        vectors = np.asarray(vectors, dtype=np.float64)
+        count = vectors.shape[0]
+        if self.needs_fit and count < 2:
+            # one vector has no spread: whitening would keep no direction (a (1, 0) array), z-score give zeros
+            raise ValueError(
+                f"post-processing step {self.name!r} is fitted on the vectors it transforms, and {count} "
+                f"vector{'' if count == 1 else 's'} {'has' if count == 1 else 'have'} no spread to fit it on; it needs at least 2: encode "
+                f"several texts in one call, call fit(texts) on a sample first, or fit the step on WikiText-2 "
+                f"({self.name}@ref)")
+        self.state = self._fit(vectors)
         return self
 
     def transform(self, vectors: np.ndarray) -> np.ndarray:
@@ -152,6 +161,9 @@ class Whitening(PostProcessor):
         return self._fit_with(vectors, _svd_solver(vectors))
 
     def _fit_with(self, vectors: np.ndarray, solver: str) -> dict[str, np.ndarray]:
+        if not np.ptp(vectors, axis=0).any():
+            raise ValueError(f"post-processing step 'whiten': the {vectors.shape[0]} vectors it is fitted on are all "
+                             "equal (no spread), so no direction can be scaled to unit variance")
         pca = PCA(whiten=False, svd_solver=solver).fit(vectors)
         keep = pca.explained_variance_ > pca.explained_variance_.max() * 1e-10
         return {

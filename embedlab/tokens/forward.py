@@ -164,12 +164,21 @@ def run_model(
     for sequence in sequences:
         remaining[sequence.text_index] += 1
     done: list[list[tuple[ModelSequence, np.ndarray]]] = [[] for _ in texts]
+    for sequence, states in run_sequences(model, sequences, batch_size, show_progress_bar, layers):
+        done[sequence.text_index].append((sequence, states))
+        remaining[sequence.text_index] -= 1
+        if remaining[sequence.text_index] == 0:
+            yield sequence.text_index, assemble(done[sequence.text_index], layers)
+            done[sequence.text_index] = []
+
+
+@torch.inference_mode()
+def run_sequences(model: LoadedModel, sequences: Sequence[ModelSequence], batch_size: int,
+                  show_progress_bar: bool | None, layers: tuple[int, ...]) -> Iterator[tuple[ModelSequence, np.ndarray]]:
+    """Each sequence with its (len(layers), length, d) float32 states, batched longest first; what is not
+    yielded is dropped as soon as its batch is done (a long text streams through
+    :mod:`embedlab.pooling.long_texts` a group of chunks at a time)."""
     batches = length_batches([len(sequence.input_ids) for sequence in sequences], batch_size)
     for positions in progress_bar(batches, desc="token states", disable=not show_progress_bar):
         batch = [sequences[position] for position in positions]
-        for sequence, states in zip(batch, _batch_states(model, batch, layers)):
-            done[sequence.text_index].append((sequence, states))
-            remaining[sequence.text_index] -= 1
-            if remaining[sequence.text_index] == 0:
-                yield sequence.text_index, assemble(done[sequence.text_index], layers)
-                done[sequence.text_index] = []
+        yield from zip(batch, _batch_states(model, batch, layers))

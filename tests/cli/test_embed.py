@@ -110,7 +110,7 @@ def test_embed_npy_keeps_the_name_and_parquet_ids_default_to_line_numbers(tmp_pa
     ("output", "message"),
     [
         ("/dev/full", "exists and is not a folder"),
-        ("{tmp}/vectors.txt", "must end in .npy"),
+        ("{tmp}/vectors.txt", "is not a format embed writes"),
         ("{tmp}/a-file/shards", "a-file is a file, not a folder"),
         ("{tmp}/a-file/vectors.npy", "a-file is a file, not a folder"),
     ],
