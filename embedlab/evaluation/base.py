@@ -262,14 +262,6 @@ def solver_threads() -> threadpool_limits:
     the BLAS/OpenMP workers spin-wait and a fit runs ~10x slower than on one thread (measured on 2 cores).
     """
     return threadpool_limits(limits=solver_thread_count())
-    value = os.environ.get("EMBEDLAB_SOLVER_THREADS", "1")
-    try:
-        threads = int(value)
-    except ValueError:
-        threads = 0
-    if threads < 1:
-        raise ValueError(f"EMBEDLAB_SOLVER_THREADS={value[:40]!r} must be a positive whole number (default 1)")
-    return threadpool_limits(limits=threads)
 
 
 def _refuse_streams(path: Path, given: str) -> None:
