@@ -35,6 +35,7 @@ CHILD = textwrap.dedent("""
     from pathlib import Path
     import numpy as np
     from embedlab import models, runtime
+    from embedlab.models import named
     from embedlab.runtime.cache import atomic
     from embedlab.pooling import weights
 
@@ -85,7 +86,7 @@ CHILD = textwrap.dedent("""
         print("ready", flush=True)
         print("result", digest(*weights.reference_token_statistics(tokenizer)), flush=True)
     else:
-        models.join_split_zip = announce(models.join_split_zip)
+        named.join_split_zip = announce(named.join_split_zip)  # where unpack_split_zip_once looks it up
         parts = sorted(Path(sys.argv[3]).glob("model.zip.*"))
         target = models.unpack_split_zip_once(lambda: parts, Path(sys.argv[4]))
         files = sorted(path for path in target.rglob("*") if path.is_file() and path.name != ".complete")

@@ -9,7 +9,7 @@ import pytest
 
 import embedlab
 from embedlab import models
-from embedlab.methods.registry import parse
+from embedlab.registry import parse
 
 
 @pytest.fixture

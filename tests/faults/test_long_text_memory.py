@@ -11,7 +11,7 @@ import pytest
 import embedlab
 from embedlab import runtime
 from embedlab.pooling import long_texts
-from embedlab.tokens import states
+from embedlab.tokens import store
 
 
 @pytest.fixture(scope="module")
@@ -37,20 +37,20 @@ def test_a_long_text_streams_and_equals_the_whole_text_path(monkeypatch, long_te
         mixed_whole = method.encode([sts_sentences[0], long_text, sts_sentences[1]], batch_size=2)
     monkeypatch.setattr(long_texts, "LONG_TEXT_CHARACTERS", 2_000)
     groups: list[int] = []
-    run = states.TokenStateStore.run_sequences
+    run = long_texts.run_sequences
 
-    def counted(self, sequences, *args, **kwargs):
+    def counted(model, sequences, *args, **kwargs):
         groups.append(len(sequences))
-        yield from run(self, sequences, *args, **kwargs)
+        yield from run(model, sequences, *args, **kwargs)
 
-    compute = states.TokenStateStore.compute
+    compute = store.TokenStateStore.compute
 
     def refuse_long(self, texts, *args, **kwargs):
         assert all(len(text) <= 2_000 for text in texts), "the long text went through the whole-text path"
         return compute(self, texts, *args, **kwargs)
 
-    monkeypatch.setattr(states.TokenStateStore, "run_sequences", counted)
-    monkeypatch.setattr(states.TokenStateStore, "compute", refuse_long)
+    monkeypatch.setattr(long_texts, "run_sequences", counted)
+    monkeypatch.setattr(store.TokenStateStore, "compute", refuse_long)
     with runtime.token_states_uncached():
         streamed = method.encode([long_text], batch_size=2)
         mixed = method.encode([sts_sentences[0], long_text, sts_sentences[1]], batch_size=2)

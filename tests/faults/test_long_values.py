@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from embedlab.methods.registry import parse
+from embedlab.registry import parse
 from embedlab.spec import SpecError, shown
 
 LONG = "x" * 100_000
