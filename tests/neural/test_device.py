@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from embedlab.neural import batched, device, family
+from embedlab.neural import frozen as frozen_module
 from embedlab.neural.family import NeuralEmbedder, embed_texts, embed_texts_variants, masked_lm_on
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
 
@@ -124,7 +125,7 @@ def test_batched_path_creates_every_tensor_on_the_models_device(masked_minilm, s
     the run would fail (meta tensors hold no data) or differ. Host-built inputs are made on the CPU on purpose."""
     options = NeuralOptions(params, epochs=2, softmax=softmax, candidates=16)
     expected = embed_texts_variants(masked_minilm, sentences[:2], options, variants)
-    original, padded = family.micro_tune_batched, batched.padded_inputs
+    original, padded = family.micro_tune_batched, frozen_module.padded_inputs
 
     def on_meta_default(*args, **kwargs):
         with torch.device("meta"):
@@ -135,7 +136,7 @@ def test_batched_path_creates_every_tensor_on_the_models_device(masked_minilm, s
             return padded(*args, **kwargs)
 
     monkeypatch.setattr(family, "micro_tune_batched", on_meta_default)
-    monkeypatch.setattr(batched, "padded_inputs", on_host)
+    monkeypatch.setattr(frozen_module, "padded_inputs", on_host)
     found = embed_texts_variants(masked_minilm, sentences[:2], options, variants)
     for variant in variants:
         assert np.array_equal(found[variant], expected[variant])
