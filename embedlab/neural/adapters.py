@@ -18,8 +18,9 @@ Families (class names → adapter):
 ``params=block`` tunes the last block's 1-D layers: for post-LN encoders (BERT, RoBERTa, MPNet,
 ELECTRA, DistilBERT) its output dense bias and output LayerNorm, which act position-wise after
 everything frozen, so the batched path covers them; for pre-LN models (ModernBERT, causal LMs) and
-ALBERT (one layer shared by every block) the last block's norms / shared vectors, which attention
-mixes across positions: the reference path runs the model forward every epoch for those.
+ALBERT (one layer shared by every block) the last block's norms / shared vectors, which feed
+attention: the batched path re-runs that block (ALBERT: the encoder) every epoch with per-text rows
+(:mod:`~embedlab.neural.replay`, :attr:`HeadLayout.replay_module`), the reference path the whole model.
 
 Every layout is checked when built: its functional head must reproduce the model's own head modules
 on random inputs, so a module that computes something else is refused rather than silently misread.
