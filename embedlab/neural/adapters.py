@@ -18,8 +18,9 @@ Families (class names → adapter):
 ``params=block`` tunes the last block's 1-D layers: for post-LN encoders (BERT, RoBERTa, MPNet,
 ELECTRA, DistilBERT) its output dense bias and output LayerNorm, which act position-wise after
 everything frozen, so the batched path covers them; for pre-LN models (ModernBERT, causal LMs) and
-ALBERT (one layer shared by every block) the last block's norms / shared vectors, which attention
-mixes across positions: the reference path runs the model forward every epoch for those.
+ALBERT (one layer shared by every block) the last block's norms / shared vectors, which feed
+attention: the batched path re-runs that block (ALBERT: the encoder) every epoch with per-text rows
+(:mod:`~embedlab.neural.replay`, :attr:`HeadLayout.replay_module`), the reference path the whole model.
 
 Every layout is checked when built: its functional head must reproduce the model's own head modules
 on random inputs, so a module that computes something else is refused rather than silently misread.
@@ -83,6 +84,10 @@ class HeadLayout:
     transform: Callable[[torch.nn.Module, torch.Tensor], torch.Tensor] = field(default=lambda model, features: features, repr=False)
     feature_module: Callable[[torch.nn.Module], torch.nn.Module | None] = field(default=lambda model: None, repr=False)
     block_norm_module: Callable[[torch.nn.Module], torch.nn.Module | None] = field(default=lambda model: None, repr=False)
+    # pre-LN blocks and shared layers: the module the batched path re-runs every epoch (the last block; ALBERT's
+    # encoder) and how its output becomes the head's features (neural/replay.py); None where the block is post-LN
+    replay_module: Callable[[torch.nn.Module], torch.nn.Module] | None = field(default=None, repr=False)
+    replay_output: Callable[[torch.nn.Module, object], torch.Tensor] = field(default=lambda model, output: _first(output), repr=False)
 
     def features(self, model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """The head's input at every position (gradients flow when enabled)."""
@@ -102,6 +107,11 @@ class HeadLayout:
         return model.get_output_embeddings()(self.transform(model, features))
 
 
+def _first(output) -> torch.Tensor:
+    """A module's hidden states whether it returns a tensor, a tuple or a model output."""
+    return output if isinstance(output, torch.Tensor) else output[0]
+
+
 def _parameter_names(model: torch.nn.Module) -> dict[int, str]:
     """Each parameter's first name (tied parameters appear once, as in ``named_parameters``)."""
     names: dict[int, str] = {}
@@ -114,7 +124,7 @@ def _name_of(names: dict[int, str], parameter: torch.Tensor | None) -> str | Non
     return None if parameter is None else names[id(parameter)]
 
 
-def _norm_spec(module: torch.nn.Module, names: dict[int, str], where: str) -> NormSpec:
+def norm_spec_of(module: torch.nn.Module, names: dict[int, str], where: str) -> NormSpec:
     """A norm module as a :class:`NormSpec`; its kind read off its output on a probe (refused if none fits)."""
     weight = getattr(module, "weight", None)
     if weight is None:
@@ -143,10 +153,11 @@ def _masked_layout(
     model: torch.nn.Module, family: str, dense: torch.nn.Linear | None, activation, norm: torch.nn.Module,
     output_bias: torch.Tensor | None, transform, block_output: tuple[torch.nn.Module, torch.nn.Linear] | None,
     block_vectors: tuple[str, ...] = (),
+    replay: tuple[Callable, Callable] | None = None,
 ) -> HeadLayout:
     """A masked LM's layout: dense → activation → norm head; post-LN last block when ``block_output`` is given."""
     names = _parameter_names(model)
-    norm_spec = _norm_spec(norm, names, family)
+    norm_spec = norm_spec_of(norm, names, family)
     dense_bias = _name_of(names, dense.bias) if dense is not None else None
     head_vectors = tuple(name for name in (norm_spec.weight, norm_spec.bias, dense_bias) if name is not None)
     head_tensors = tuple(
@@ -156,7 +167,7 @@ def _masked_layout(
     block_norm = block_dense_bias = None
     if block_output is not None:
         block_norm_module, block_dense = block_output
-        block_norm = _norm_spec(block_norm_module, names, family)
+        block_norm = norm_spec_of(block_norm_module, names, family)
         block_dense_bias = names[id(block_dense.bias)]
         block_vectors = tuple(name for name in (block_norm.weight, block_norm.bias, block_dense_bias) if name is not None)
     return HeadLayout(
@@ -164,6 +175,7 @@ def _masked_layout(
         activation=activation, norm=norm_spec, output_bias=_name_of(names, output_bias), head_vectors=head_vectors, head_tensors=head_tensors,
         block_vectors=block_vectors, block_batched=block_output is not None, block_norm=block_norm, block_dense_bias=block_dense_bias,
         transform=transform, block_norm_module=(lambda m: block_output[0]) if block_output is not None else (lambda m: None),
+        **(dict(replay_module=replay[0], replay_output=replay[1]) if replay is not None else {}),
     )
 
 
@@ -189,7 +201,8 @@ def _albert(model) -> HeadLayout:
     names = _parameter_names(model)
     block = (names[id(shared.full_layer_layer_norm.weight)], names[id(shared.full_layer_layer_norm.bias)], names[id(shared.ffn_output.bias)])
     return _masked_layout(model, "ALBERT", head.dense, head.activation, head.LayerNorm, head.decoder.bias,
-                          lambda m, features: m.predictions.LayerNorm(m.predictions.activation(m.predictions.dense(features))), None, block)
+                          lambda m, features: m.predictions.LayerNorm(m.predictions.activation(m.predictions.dense(features))), None, block,
+                          (lambda m: m.albert.encoder, lambda m, output: _first(output)))  # the shared layer acts in every block
 
 
 def _electra(model) -> HeadLayout:
@@ -209,7 +222,8 @@ def _modernbert(model) -> HeadLayout:
     names = _parameter_names(model)
     block = _one_dimensional(model.model.layers[-1], names, lambda local: "norm" in local)
     return _masked_layout(model, "ModernBERT", model.head.dense, model.head.act, model.head.norm, model.decoder.bias,
-                          lambda m, features: m.head(features), None, block)
+                          lambda m, features: m.head(features), None, block,
+                          (lambda m: m.model.layers[-1], lambda m, output: m.model.final_norm(_first(output))))
 
 
 def _final_norm(model) -> torch.nn.Module:
@@ -236,7 +250,7 @@ def _causal(model) -> HeadLayout:
         raise AdapterError(f"{type(model).__name__}: final logit soft-capping ({config.final_logit_softcapping}) is not supported by the neural head")
     names = _parameter_names(model)
     final = _final_norm(model)
-    norm = _norm_spec(final, names, type(model).__name__)
+    norm = norm_spec_of(final, names, type(model).__name__)
     decoder = model.get_output_embeddings()
     output_bias = _name_of(names, getattr(decoder, "bias", None))
     head_vectors = tuple(name for name in (norm.weight, norm.bias) if name is not None)
@@ -246,6 +260,7 @@ def _causal(model) -> HeadLayout:
         activation=None, norm=norm, output_bias=output_bias, head_vectors=head_vectors,
         head_tensors=tuple(name for name in (*head_vectors, output_bias) if name is not None), block_vectors=block, block_batched=False,
         transform=lambda m, features: _final_norm(m)(features), feature_module=_final_norm,
+        replay_module=lambda m: _blocks(m)[-1],  # its output is the final norm's input, the head's features
     )
 
 

@@ -14,7 +14,7 @@ Examples::
     neural:minilm,device=cuda,memory=8GB       # the batched path on a GPU, groups planned for 8 GB
 
 This module orchestrates the parts: inputs (:mod:`~embedlab.neural.inputs`), the reference and batched
-micro-tuning paths (:mod:`~embedlab.neural.reference`, :mod:`~embedlab.neural.batched`) and what is read
+micro-tuning paths (:mod:`~embedlab.neural.reference`, :mod:`~embedlab.neural.batched`, run by :mod:`~embedlab.neural.tuning`) and what is read
 off a run (:mod:`~embedlab.neural.variants`). Embeddings are cached per text in the runtime's
 ``ArrayStore("neural")`` (checksummed), keyed by the model fingerprint, the head hash, the options, the
 path and the text, so reruns never micro-tune a text twice. A run that tunes the last block caches the
@@ -23,52 +23,30 @@ neural embedding and all six hidden-layer variants of its texts at once.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
 import torch
 
-from embedlab import runtime
 from embedlab.errors import InputError
+from embedlab import runtime
 from embedlab.methods.base import Family, VectorMethod
-from embedlab.neural.batched import BatchedRun, batched_supported, micro_tune_batched
+from embedlab.neural.batched import batched_supported
 from embedlab.neural.candidates import SOFTMAX_MODES
-from embedlab.neural.device import (
-    DEVICES_HELP,
-    check_device,
-    check_memory,
-    group_positions_for,
-    is_out_of_memory,
-    memory_budget,
-    model_device,
-    position_budget_for,
-    release_device_memory,
-    resolve_device,
-)
+from embedlab.neural.device import DEVICES_HELP, check_device, check_memory, resolve_device
 from embedlab.neural.head import MaskedLM, load_masked_lm
-from embedlab.neural.inputs import BLUEPRINTS, TextInputs, causal_text_inputs, text_inputs
-from embedlab.neural.options import HEAD_VECTORS, NeuralOptions, check_parameters, resolve_parameter_names
-from embedlab.neural.reference import micro_tune_reference, text_seed
-from embedlab.neural.variants import (
-    UNTUNED_VARIANTS,
-    VARIANTS,
-    check_variants,
-    hidden_variants,
-    shared_run_variants,
-    weight_change_embedding,
-)
+from embedlab.neural.inputs import BLUEPRINTS
+from embedlab.neural.options import HEAD_VECTORS, NeuralOptions, resolve_parameter_names
+from embedlab.neural.tuning import PATHS, embed_texts, embed_texts_variants, embedding_width, masked_lm_on
+from embedlab.neural.variants import VARIANTS, shared_run_variants
 from embedlab.runtime import ArrayStore, cache_key
 from embedlab.spec import Option, finite_number, whole_number
 
+__all__ = ["CACHE_SLICE", "NEURAL_FAMILY", "NEURAL_OPTIONS", "NeuralEmbedder", "NeuralMethod", "embed_texts", "embed_texts_variants", "masked_lm_on"]
 # Texts micro-tuned per call of the batched path before their embeddings are cached; large enough
 # that the batched path's groups (about 4,096 masked positions, 100-200 sentences) stay full.
 CACHE_SLICE = 512
-PATHS = ("batched", "reference")
-# A single text that runs out of memory is retried with halved logits slices down to this many positions.
-MIN_POSITION_BUDGET = 16
-_ON_DEVICE = runtime.memo("neural.masked_lm_on_device")
 
 
 def _index_or_none(limit: int) -> Callable[[str], str]:
@@ -104,169 +82,6 @@ NEURAL_OPTIONS: dict[str, Option] = {
     "memory": Option("auto", help="memory a batched group plans for: auto (CUDA: half the free device memory; CPU: the default group "
                      "size) or a size such as 512MB or 2GB; a group that still runs out is split in half and retried", validate=check_memory),
 }
-
-
-def masked_lm_on(masked_lm: MaskedLM, device) -> MaskedLM:
-    """``masked_lm`` with its model on ``device``: the loaded (CPU) one itself, else a copy moved there once per process."""
-    if model_device(masked_lm.model) == device:
-        return masked_lm
-    key = (masked_lm.name, str(masked_lm.path), masked_lm.head_hash, str(device))
-    return _ON_DEVICE.get(key, lambda: replace(masked_lm, model=copy.deepcopy(masked_lm.model).to(device)))
-
-
-def group_positions_of(masked_lm: MaskedLM, options: NeuralOptions, memory: str = "auto") -> int:
-    """Masked positions per batched group on the model's device, from the memory budget (:mod:`~embedlab.neural.device`)."""
-    device = model_device(masked_lm.model)
-    vocabulary = masked_lm.model.get_output_embeddings().weight.shape[0]
-    candidates = options.candidates if options.softmax == "candidates" else None
-    return group_positions_for(memory_budget(device, memory), device, masked_lm.hidden_size, vocabulary, position_budget_for(device), candidates)
-
-
-def _groups_by_positions(all_inputs: Sequence[TextInputs], group_positions: int) -> list[list[int]]:
-    """Consecutive texts in groups of about ``group_positions`` masked positions (at least one text each)."""
-    groups: list[list[int]] = []
-    group: list[int] = []
-    positions = 0
-    for position, inputs in enumerate(all_inputs):
-        count = inputs.masked_positions
-        if group and positions + count > group_positions:
-            groups.append(group)
-            group, positions = [], 0
-        group.append(position)
-        positions += count
-    if group:
-        groups.append(group)
-    return groups
-
-
-def embed_texts(
-    masked_lm: MaskedLM,
-    texts: Sequence[str],
-    options: NeuralOptions,
-    path: str = "batched",
-    group_positions: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    indices: Sequence[int] | None = None,
-    memory: str = "auto",
-) -> np.ndarray:
-    """Neural embeddings (or an Appendix G variant) of ``texts`` as float32 rows; no caching here.
-
-    ``path``: ``batched`` (groups of texts with about ``group_positions`` masked positions together, by
-    default as many as the ``memory`` budget allows on the model's device) or ``reference`` (one text at
-    a time, CPU). ``indices`` name the texts in error messages.
-    """
-    vectors = embed_texts_variants(masked_lm, texts, options, (options.variant,), path, group_positions, progress, indices, memory)
-    return vectors[options.variant]
-
-
-def embed_texts_variants(
-    masked_lm: MaskedLM,
-    texts: Sequence[str],
-    options: NeuralOptions,
-    variants: Sequence[str],
-    path: str = "batched",
-    group_positions: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    indices: Sequence[int] | None = None,
-    memory: str = "auto",
-) -> dict[str, np.ndarray]:
-    """Several variants of ``texts`` from one micro-tuning run: ``{variant: float32 rows}``.
-
-    ``options.variant`` is ignored; every name in ``variants`` is computed from the same tuned weights
-    (``neural``: Eq. 1 on the weight changes; the others: Appendix G hidden-layer outputs).
-    A group that runs out of memory is split in half and retried (:func:`_tune_splitting`); each text's
-    loss and parameters are its own, so the split changes no embedding beyond float rounding.
-    """
-    variants = tuple(dict.fromkeys(variants))
-    check_variants(variants, options, masked_lm.num_layers, masked_lm.layout)
-    check_parameters(masked_lm.model, options.params)
-    if path not in PATHS:
-        raise InputError(f"neural: path must be 'batched' or 'reference', got {path!r}")
-    hidden = [variant for variant in variants if variant != "neural"]
-    if hidden and path == "reference":
-        raise InputError("neural: the hidden-layer variants are computed on the batched path only")
-    device = model_device(masked_lm.model)
-    if path == "reference" and device.type != "cpu":
-        raise InputError(f"neural: the reference path runs on the CPU; this model is on {device} (use path=batched or device=cpu)")
-    indices = list(indices) if indices is not None else list(range(len(texts)))
-    causal = masked_lm.layout is not None and masked_lm.layout.causal
-    make_inputs = causal_text_inputs if causal else text_inputs
-    all_inputs = [make_inputs(text, masked_lm.tokenizer, masked_lm.max_length, options.blueprints, f"text {index}") for text, index in zip(texts, indices)]
-    if path == "reference":
-        results: list[np.ndarray] = []
-        for text, inputs, index in zip(texts, all_inputs, indices):
-            changes = micro_tune_reference(masked_lm, inputs, options, text_seed(options.seed, text))
-            results.append(weight_change_embedding(changes, f"text {index}").numpy().astype(np.float32))
-            if progress:
-                progress(1)
-        return {"neural": np.stack(results) if results else np.zeros((0, 0), dtype=np.float32)}
-    needs_tuning = any(variant not in UNTUNED_VARIANTS for variant in variants)
-    run_options = replace(options, epochs=options.epochs if needs_tuning else 0)  # the untuned variants need no tuning
-    rows: dict[str, list[np.ndarray]] = {variant: [] for variant in variants}
-
-    def read_off(members: list[int], run: BatchedRun) -> None:
-        for local, member in enumerate(members):
-            vectors = hidden_variants(run.top, run.frozen, local, hidden) if hidden else {}
-            if "neural" in variants:
-                vectors["neural"] = weight_change_embedding(run.changes[local], f"text {indices[member]}")
-            for variant in variants:
-                rows[variant].append(vectors[variant].cpu().numpy().astype(np.float32))
-
-    if group_positions is None:
-        group_positions = group_positions_of(masked_lm, options, memory)
-    for members in _groups_by_positions(all_inputs, group_positions):
-        _tune_splitting(masked_lm, all_inputs, members, run_options, bool(hidden), position_budget_for(device), indices, read_off)
-        # Groups of long texts leave glibc's heap holding what they freed: SummEval's 2,746 texts grew the
-        # process to 13.4 GB in 40 min, and one malloc_trim brought it back to 0.78 GB (see the function).
-        runtime.release_free_memory()
-        if progress:
-            progress(len(members))
-    return {variant: np.stack(found) for variant, found in rows.items()}
-
-
-def _tune_splitting(
-    masked_lm: MaskedLM, all_inputs: Sequence[TextInputs], members: list[int], options: NeuralOptions, need_plain: bool,
-    position_budget: int, indices: Sequence[int], read_off: Callable[[list[int], BatchedRun], None],
-) -> None:
-    """Micro-tune ``members`` as one group and hand the run to ``read_off``; out of memory, halve and retry.
-
-    A group that runs out of memory is split into its two halves (in order), each retried the same way;
-    a single text that does not fit is retried with halved logits slices down to
-    :data:`MIN_POSITION_BUDGET` positions, then refused with an error naming it. Each run is read off and
-    dropped before the next starts, so the halves never hold memory together.
-    """
-    run: BatchedRun | None = None
-    try:
-        run = micro_tune_batched(masked_lm, [all_inputs[member] for member in members], options, position_budget=position_budget, need_plain=need_plain)
-    except (RuntimeError, MemoryError) as error:  # torch.OutOfMemoryError is a RuntimeError
-        if not is_out_of_memory(error):
-            raise
-        failure = f"{type(error).__name__}: {error}"
-    if run is None:  # retried outside the except clause, so the failed attempt's traceback (and its tensors) is gone
-        device = model_device(masked_lm.model)
-        release_device_memory(device)
-        if len(members) > 1:
-            half = len(members) // 2
-            for part in (members[:half], members[half:]):
-                _tune_splitting(masked_lm, all_inputs, part, options, need_plain, position_budget, indices, read_off)
-            return
-        if position_budget > MIN_POSITION_BUDGET:
-            _tune_splitting(masked_lm, all_inputs, members, options, need_plain, position_budget // 2, indices, read_off)
-            return
-        raise MemoryError(
-            f"neural: text {indices[members[0]]} ({all_inputs[members[0]].masked_positions} masked positions) does not fit in memory on {device} "
-            f"even alone with {position_budget}-position logits slices ({failure}); free memory on that device or use device=cpu"
-        )
-    read_off(members, run)
-    del run  # its features, logits and gradients are freed before the caller's trim
-
-
-def embedding_width(masked_lm: MaskedLM, options: NeuralOptions) -> int:
-    """Width of the embedding: the tuned vectors' total size (neural) or the hidden size (variants)."""
-    if options.variant != "neural":
-        return masked_lm.hidden_size
-    parameters = dict(masked_lm.model.named_parameters())
-    return int(sum(parameters[name].numel() for name in options.params))
 
 
 class NeuralEmbedder:

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from embedlab.neural.batched import BatchedAdamW, _same_shape_batches, chunk_texts, frozen_features
+from embedlab.neural.batched import BatchedAdamW, chunk_texts, frozen_features
+from embedlab.neural.frozen import same_shape_batches
 from embedlab.neural.inputs import BLUEPRINTS, text_inputs
 from embedlab.neural.family import embed_texts
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
@@ -71,7 +72,7 @@ def test_width_norm_reruns_and_batch_composition(masked_minilm, sentences) -> No
 def test_texts_of_equal_length_share_a_frozen_forward_without_changing_their_features(masked_minilm, block_mode: bool) -> None:
     texts = ["Two dogs run through the snow.", "A man is playing a guitar on the stage.", "Two cats walk across the road."]  # 7, 10, 7 tokens
     inputs = [text_inputs(text, masked_minilm.tokenizer, masked_minilm.max_length, BLUEPRINTS, f"text {index}") for index, text in enumerate(texts)]
-    assert _same_shape_batches(inputs, token_budget=1024) == [[0, 2], [1]]
+    assert same_shape_batches(inputs, token_budget=1024) == [[0, 2], [1]]
     together = frozen_features(masked_minilm, inputs, block_mode, need_plain=False)
     alone = [frozen_features(masked_minilm, [text], block_mode, need_plain=False) for text in inputs]
     # the features still come in text order, each text's equal to those of its own forward

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from embedlab.neural import batched, device, family
+from embedlab.neural import batched, device, tuning
+from embedlab.neural import frozen as frozen_module
 from embedlab.neural.family import NeuralEmbedder, embed_texts, embed_texts_variants, masked_lm_on
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
 
@@ -71,13 +72,13 @@ def test_small_memory_budget_splits_groups_without_changing_embeddings(masked_mi
     options = NeuralOptions(params, epochs=2, softmax=softmax, candidates=16)
     whole = embed_texts(masked_minilm, sentences, options)
     sizes: list[int] = []
-    original = family.micro_tune_batched
+    original = tuning.micro_tune_batched
 
     def counting(masked_lm, group, *args, **kwargs):
         sizes.append(len(group))
         return original(masked_lm, group, *args, **kwargs)
 
-    monkeypatch.setattr(family, "micro_tune_batched", counting)
+    monkeypatch.setattr(tuning, "micro_tune_batched", counting)
     budget = device.group_bytes(8, masked_minilm.hidden_size, 30522, device.CPU_POSITION_BUDGET, 16 if softmax == "candidates" else None)
     split = embed_texts(masked_minilm, sentences, options, memory=str(budget))
     assert sizes == [1, 1, 1]  # every sentence has more than 8 masked positions: one text a group
@@ -88,7 +89,7 @@ def test_out_of_memory_splits_the_group_and_retries(masked_minilm, sentences, mo
     options = NeuralOptions(HEAD, epochs=2)
     whole = embed_texts(masked_minilm, sentences, options)
     attempts: list[tuple[int, int]] = []
-    original = family.micro_tune_batched
+    original = tuning.micro_tune_batched
 
     def short_of_memory(masked_lm, group, run_options, position_budget, need_plain):
         attempts.append((len(group), position_budget))
@@ -96,7 +97,7 @@ def test_out_of_memory_splits_the_group_and_retries(masked_minilm, sentences, mo
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB (simulated)")
         return original(masked_lm, group, run_options, position_budget=position_budget, need_plain=need_plain)
 
-    monkeypatch.setattr(family, "micro_tune_batched", short_of_memory)
+    monkeypatch.setattr(tuning, "micro_tune_batched", short_of_memory)
     retried = embed_texts(masked_minilm, sentences, options)
     # 3 texts → halves [0] and [1, 2] → [1], [2]; each single text halves its logits slices 256 → 128 → 64
     assert attempts[0] == (3, 256) and attempts[1:4] == [(1, 256), (1, 128), (1, 64)]
@@ -106,14 +107,14 @@ def test_out_of_memory_splits_the_group_and_retries(masked_minilm, sentences, mo
     def never_fits(masked_lm, group, run_options, position_budget, need_plain):
         raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 123 bytes")
 
-    monkeypatch.setattr(family, "micro_tune_batched", never_fits)
+    monkeypatch.setattr(tuning, "micro_tune_batched", never_fits)
     with pytest.raises(MemoryError, match=r"text 7 \(\d+ masked positions\) does not fit in memory on cpu"):
         embed_texts(masked_minilm, sentences[:1], options, indices=[7])
 
     def other_error(*args, **kwargs):
         raise RuntimeError("shape mismatch")
 
-    monkeypatch.setattr(family, "micro_tune_batched", other_error)
+    monkeypatch.setattr(tuning, "micro_tune_batched", other_error)
     with pytest.raises(RuntimeError, match="shape mismatch"):  # only allocation failures are retried
         embed_texts(masked_minilm, sentences[:1], options)
 
@@ -124,7 +125,7 @@ def test_batched_path_creates_every_tensor_on_the_models_device(masked_minilm, s
     the run would fail (meta tensors hold no data) or differ. Host-built inputs are made on the CPU on purpose."""
     options = NeuralOptions(params, epochs=2, softmax=softmax, candidates=16)
     expected = embed_texts_variants(masked_minilm, sentences[:2], options, variants)
-    original, padded = family.micro_tune_batched, batched.padded_inputs
+    original, padded = tuning.micro_tune_batched, frozen_module.padded_inputs
 
     def on_meta_default(*args, **kwargs):
         with torch.device("meta"):
@@ -134,8 +135,8 @@ def test_batched_path_creates_every_tensor_on_the_models_device(masked_minilm, s
         with torch.device("cpu"):
             return padded(*args, **kwargs)
 
-    monkeypatch.setattr(family, "micro_tune_batched", on_meta_default)
-    monkeypatch.setattr(batched, "padded_inputs", on_host)
+    monkeypatch.setattr(tuning, "micro_tune_batched", on_meta_default)
+    monkeypatch.setattr(frozen_module, "padded_inputs", on_host)
     found = embed_texts_variants(masked_minilm, sentences[:2], options, variants)
     for variant in variants:
         assert np.array_equal(found[variant], expected[variant])

@@ -1,0 +1,99 @@
+"""Tests of embedlab.neural.replay: the batched path for pre-LN last blocks and ALBERT's shared layer.
+
+On tiny random models (tests/conformance/tiny_models.py): the batched path (the block re-run every epoch
+with per-text rows) equals the per-text reference path, which runs the whole model with the real modules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from conformance.tiny_models import build_tiny
+from embedlab.neural.family import NeuralEmbedder, embed_texts
+from embedlab.neural.frozen import same_shape_batches
+from embedlab.neural.head import load_masked_lm
+from embedlab.neural.inputs import BLUEPRINTS, causal_text_inputs, text_inputs
+from embedlab.neural.options import NeuralOptions, resolve_parameter_names
+from embedlab.neural.replay import ReplayedModule
+from embedlab.neural.top import BatchedTop
+
+REPLAYED = ("ALBERT", "ModernBERT", "GPT-2", "Llama", "Qwen2", "Gemma3")
+TEXTS = [
+    "A man is playing a guitar on the stage.",
+    "Two dogs run through the snow.",
+    "Stock market fell sharply on Tuesday after the announcement, and the crowd cheered.",
+    "She cut",
+]
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("replayed")
+    return {architecture: load_masked_lm(str(build_tiny(architecture, folder / architecture))) for architecture in REPLAYED}
+
+
+@pytest.mark.parametrize("architecture", REPLAYED)
+@pytest.mark.parametrize("softmax", ["exact", "candidates"])
+def test_block_preset_batched_equals_reference_and_is_batch_independent(tiny_models, architecture: str, softmax: str) -> None:
+    masked_lm = tiny_models[architecture]
+    names = tuple(resolve_parameter_names("block", masked_lm.num_layers, masked_lm.layout))
+    options = NeuralOptions(names, epochs=4, softmax=softmax, candidates=8)
+    batched = embed_texts(masked_lm, TEXTS, options, path="batched")
+    reference = embed_texts(masked_lm, TEXTS, options, path="reference")
+    alone = np.concatenate([embed_texts(masked_lm, [text], options, path="batched") for text in TEXTS])
+    assert batched.shape == (len(TEXTS), sum(masked_lm.model.get_parameter(name).numel() for name in names))
+    assert np.isfinite(batched).all() and np.abs(batched).max() > 0
+    assert (cosine(batched, reference) >= 0.99999).all()
+    assert (cosine(batched, alone) >= 0.99999).all()
+
+
+@pytest.mark.parametrize("architecture", ["ModernBERT", "Llama", "Gemma3"])
+def test_head_and_block_vectors_tuned_together(tiny_models, architecture: str) -> None:
+    masked_lm = tiny_models[architecture]
+    options = NeuralOptions((*masked_lm.layout.head_vectors, *masked_lm.layout.block_vectors), epochs=3)
+    batched = embed_texts(masked_lm, TEXTS, options, path="batched")
+    reference = embed_texts(masked_lm, TEXTS, options, path="reference")
+    assert (cosine(batched, reference) >= 0.99999).all()
+
+
+@pytest.mark.parametrize("architecture", REPLAYED)
+def test_replaying_the_recorded_call_with_untuned_rows_gives_the_models_features(tiny_models, architecture: str) -> None:
+    masked_lm = tiny_models[architecture]
+    layout = masked_lm.layout
+    make = causal_text_inputs if layout.causal else text_inputs
+    group = [make(text, masked_lm.tokenizer, masked_lm.max_length, BLUEPRINTS, f"text {index}") for index, text in enumerate(TEXTS)]
+    top = BatchedTop(masked_lm, layout.block_vectors, len(group))
+    assert top.replay and not top.block_mode
+    replayed = ReplayedModule(masked_lm, group, top.tuned, top.original)
+    try:
+        with torch.no_grad():
+            again = replayed.features()
+    finally:
+        replayed.close()
+    expected = []
+    with torch.no_grad():
+        for batch in same_shape_batches(group, 1024):
+            ids = torch.cat([group[index].input_ids for index in batch])
+            attention = torch.cat([group[index].attention_mask for index in batch])
+            features = layout.features(masked_lm.model, ids, attention)
+            for index, rows in zip(batch, features.split([len(group[index].input_ids) for index in batch])):
+                expected.append((index, rows[group[index].labels != -100]))
+    expected = torch.cat([rows for _, rows in sorted(expected, key=lambda pair: pair[0])])
+    assert torch.allclose(replayed.frozen.features, expected, atol=1e-5)
+    assert torch.allclose(again, expected, atol=1e-5)
+    # the hooks are gone: the model's own modules compute what they did before
+    assert not any(module._forward_hooks for module in masked_lm.model.modules())
+
+
+def test_auto_path_is_batched_for_the_block_preset_and_variants_stay_refused(tiny_models) -> None:
+    embedder = NeuralEmbedder(str(tiny_models["Llama"].path), {"params": "block"}, use_cache=False)
+    embedder._masked_lm = tiny_models["Llama"]
+    assert embedder.path == "batched"
+    with pytest.raises(ValueError, match="post-LN"):
+        embed_texts(tiny_models["Llama"], TEXTS[:1], NeuralOptions(tiny_models["Llama"].layout.block_vectors, variant="avg"))
