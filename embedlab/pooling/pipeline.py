@@ -110,8 +110,10 @@ class PoolingPipeline:
     ) -> np.ndarray:
         """Stages 1–3: (n, d) pooled vectors, before post-processing, streamed chunk by chunk (see the
         module docstring); only one chunk's token vectors are held at a time."""
+        if self.static_fast_path:  # the static path holds token ids only, never vectors
+            return self._pool_static(texts, idf)
         chunks = list(stream_chunks(texts, chunk_characters))
-        if len(chunks) <= 1 or self.static_fast_path:  # the static path holds token ids only, never vectors
+        if len(chunks) <= 1:
             return self._pool_chunk(texts, idf, batch_size, show_progress_bar)
         pooled: np.ndarray | None = None
         with tqdm(total=len(texts), desc="encoding", unit="text", disable=not show_progress_bar) as progress:
