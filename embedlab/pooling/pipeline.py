@@ -112,12 +112,14 @@ class PoolingPipeline:
     ) -> np.ndarray:
         """Stages 1–3: (n, d) pooled vectors, before post-processing, streamed chunk by chunk (see the
         module docstring); only one chunk's token vectors are held at a time."""
+        if self.static_fast_path:  # the static path holds token ids only, never vectors
+            return self._pool_static(texts, idf)
         long = long_texts.long_positions(self, texts)  # a book-length text streams a group of its chunks at a time
         if long:
             return long_texts.pool_around_long_texts(
                 self, texts, long, idf, lambda rest: self.pool(rest, idf, batch_size, show_progress_bar, chunk_characters), batch_size)
         chunks = list(stream_chunks(texts, chunk_characters))
-        if len(chunks) <= 1 or self.static_fast_path:  # the static path holds token ids only, never vectors
+        if len(chunks) <= 1:
             return self._pool_chunk(texts, idf, batch_size, show_progress_bar)
         pooled: np.ndarray | None = None
         with progress_bar(total=len(texts), desc="encoding", unit="text", disable=not show_progress_bar) as progress:
