@@ -24,8 +24,6 @@ def long_text(sts_sentences) -> str:
 @pytest.mark.parametrize("spec", [
     "minilm",
     "minilm:pool=max",
-    "minilm:pool=cls",
-    "minilm:pool=last",
     "minilm:layers=0+3+last,filter=punct,special=exclude",
     "minilm:template=T0,pool=mask",
 ])
