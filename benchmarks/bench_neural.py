@@ -1,5 +1,5 @@
 """Benchmark: per-text reference micro-tuning vs the batched path (neural-embeddings paper, Appendix B),
-or (``--compare candidates``) the batched path's candidate-set softmax vs its exact softmax (issue 18).
+or (``--compare candidates``) the batched path's candidate-set softmax vs its exact softmax.
 
 Same texts (the first STS-B test pairs' sentences, 200 by default), same head, same options. Prints
 seconds per text, the speed-up, the cosine between the two paths' embeddings, the achieved GFLOP/s of

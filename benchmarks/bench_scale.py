@@ -7,7 +7,7 @@ in the cache are its alone. Texts are WikiText-2 train sentences, repeated (in o
 Side by side on the same file, sentence-transformers' ``SentenceTransformer(path).encode`` runs in its
 own process too (load, read, encode, save), so both times include the same start-up work.
 
-Targets (issue 13): peak RSS ≤ 1.5 GB; RSS(largest) ≤ 1.2 × RSS(smallest); cache ≤ its budget;
+Targets: peak RSS ≤ 1.5 GB; RSS(largest) ≤ 1.2 × RSS(smallest); cache ≤ its budget;
 throughput ≥ 0.95 × sentence-transformers; `eval minilm --tasks sts` peak RSS ≤ 2 GB.
 Figures are printed, never asserted (timings depend on the machine and on whatever else runs on it).
 

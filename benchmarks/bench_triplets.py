@@ -1,6 +1,6 @@
 """Benchmark: exact triplet counting for 5,000 texts in 500 groups of 10 (224,550,000 triplets).
 
-This is the size of seed 0's cestwc sets (§3.2, Table 1). Target: at most 10 s. The embeddings are
+This is the size of the neural-embeddings paper's cestwc sets (§3.2, Table 1). Target: at most 10 s. The embeddings are
 random 384-dimensional vectors (the width of all-MiniLM-L6-v2); the count does not depend on where the
 vectors come from. Run: ``python benchmarks/bench_triplets.py [--dim 384] [--repeat 3]``.
 """

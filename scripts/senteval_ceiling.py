@@ -1,6 +1,6 @@
 """How high can a linear classifier get on a SentEval set with frozen ``st:minilm`` vectors?
 
-Evidence for docs/evaluation.md (issue 3, item 4): plain 10-fold logistic regression over a wide range
+Evidence for docs/evaluation.md (the SentEval ceiling): plain 10-fold logistic regression over a wide range
 of regularisation strengths, on the raw (unit-norm) vectors and on standardised features. If none of
 them comes near ALIGN-SIM Table 2, the gap is not a matter of classifier settings.
 

@@ -129,7 +129,7 @@ def test_progress_bars_only_for_a_watched_terminal(monkeypatch):
         runtime.set_progress("auto")
 
 
-# --- the cache budget (issue 13) ---------------------------------------------------------------------------
+# --- the cache budget ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, expected", [("1048576", 1 << 20), ("500M", 500 << 20), ("2G", 2 << 30), ("2GiB", 2 << 30),
                                             ("1.5g", 3 << 29), ("64k", 64 << 10), ("0", 0), (" 3T ", 3 << 40), ("10b", 10)])

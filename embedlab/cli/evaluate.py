@@ -122,7 +122,7 @@ def _common(parser: argparse.ArgumentParser, with_format: bool = True) -> None:
     if with_format:
         add_format(parser)
         parser.add_argument("--summary", action="store_true",
-                            help="only each dataset's headline number plus per-task averages (paper 2 Table 4 shape)")
+                            help="only each dataset's headline number plus per-task averages (the pooling paper's Table 4 shape)")
 
 
 def add_cli(subparsers) -> None:
@@ -144,7 +144,7 @@ def add_cli(subparsers) -> None:
                                  help="user grouped files (triplets:@FILE) hold one group per line")
     evaluate_parser.add_argument("--product", choices=("cosine", "dot"), default="cosine",
                                  help="triplets, pairs, correlations: the embedding product; dot keeps the embeddings as "
-                                      "encoded (seed 0 Appendix F; subsets named SUBSET,product=dot)")
+                                      "encoded (neural-embeddings paper Appendix F; subsets named SUBSET,product=dot)")
     evaluate_parser.add_argument("--intersection", action="store_true",
                                  help="triplets: also the Eq. 3 intersection of each method's broken triplets with the first method's")
     evaluate_parser.add_argument("--engine", choices=("local", "ray"), default="local",

@@ -239,7 +239,7 @@ class Task:
         return f"{type(self).__name__}({self.dataset!r})"
 
 
-# The metrics of the two counting protocols (seed 0 Eq. 2 and 4), shared by pairs and triplets.
+# The metrics of the two counting protocols (neural-embeddings paper Eq. 2 and 4), shared by pairs and triplets.
 ERROR_COUNT_METRICS = {
     "error": Metric("fraction of comparisons that are wrong (ties count as wrong), 0–1", "lower", "rate", "fraction"),
     "total": Metric("number of comparisons counted", "", "count", "count"),

@@ -1,4 +1,4 @@
-"""SentEval-style classification on frozen embeddings (paper 2 §3.5.3; ALIGN-SIM §3 and Appendix A.3).
+"""SentEval-style classification on frozen embeddings (pooling paper §3.5.3; ALIGN-SIM §3 and Appendix A.3).
 
 Logistic regression (scikit-learn) on the raw embeddings, with SentEval's three validation schemes:
 
@@ -109,7 +109,7 @@ class ClassificationTask(Task):
     labelled-texts file (nested 10-fold cross-validation)."""
 
     name = "classification"
-    description = "SentEval logistic-regression transfer tasks on frozen embeddings (paper 2 §3.5.3)"
+    description = "SentEval logistic-regression transfer tasks on frozen embeddings (pooling paper §3.5.3)"
     datasets = CV_SETS + ("sst2", "trec", "mrpc", "sst5", "sick-e")
     options = ("seed", "pair_features")
     user_files = True

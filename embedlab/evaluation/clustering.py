@@ -1,4 +1,4 @@
-"""Short-text clustering (paper 2 §3.5.1): k-means with k = number of classes on the raw embeddings,
+"""Short-text clustering (pooling paper §3.5.1): k-means with k = number of classes on the raw embeddings,
 10 runs with different seeds, accuracy under the best one-to-one matching of clusters to classes
 (Hungarian algorithm, ``scipy.optimize.linear_sum_assignment``); mean and standard deviation.
 """
@@ -49,7 +49,7 @@ class ClusteringTask(Task):
     user labelled-texts file."""
 
     name = "clustering"
-    description = "k-means (k = classes) on raw embeddings, 10 seeds, Hungarian-matched accuracy (paper 2 §3.5.1)"
+    description = "k-means (k = classes) on raw embeddings, 10 seeds, Hungarian-matched accuracy (pooling paper §3.5.1)"
     datasets = ("agnews", "biomedical", "googlenews_ts", "searchsnippets", "stackoverflow", "tweet")
     options = ("seed",)
     user_files = True

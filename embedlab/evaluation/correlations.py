@@ -1,4 +1,4 @@
-"""Correlations of the embedding product with human scores (seed 0 §3.4, Table 4).
+"""Correlations of the embedding product with human scores (neural-embeddings paper §3.4, Table 4).
 
 The product is the dot product of unit-normalised embeddings (of the embeddings as encoded with the
 ``product=dot`` option, Appendix F). Reported: Kendall τ-c, Kendall τ-b and
@@ -25,7 +25,7 @@ class CorrelationsTask(Task):
     """STS-B test, SummEval (one subset per expert aspect) or a user scored-pairs file."""
 
     name = "correlations"
-    description = "embedding product vs human scores (seed 0 §3.4)"
+    description = "embedding product vs human scores (neural-embeddings paper §3.4)"
     datasets = ("stsb", "summeval")
     options = ("product",)
     user_files = True

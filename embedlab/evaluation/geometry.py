@@ -1,6 +1,6 @@
-"""Isotropy and geometry of an embedding space (paper 2 §3.5.4–3.5.5).
+"""Isotropy and geometry of an embedding space (pooling paper §3.5.4–3.5.5).
 
-* IsoScore (Rudman et al., 2022, paper 2 ref. [117]): reorient the points by PCA, take the variance of
+* IsoScore (Rudman et al., 2022, the pooling paper's ref. [117]): reorient the points by PCA, take the variance of
   each principal direction, scale that vector to length √n, measure its distance δ to the all-ones vector
   (normalised to [0, 1]), turn it into the fraction of dimensions used, φ = (n − δ²(n − √n))² / n², and
   rescale: IsoScore = (n·φ − 1)/(n − 1), which is 0 when one direction holds all the variance and 1 for
@@ -9,7 +9,7 @@
   tested on closed-form cases.
 * Alignment (Eq. 8), E‖f(x) − f(y)‖² over positive pairs (STS-B train pairs scored 5.0), and uniformity
   (Eq. 9), log E exp(−2‖f(x) − f(y)‖²) over all pairs of distinct sentences of the STS-B train pairs.
-  Paper 2 computes both on the raw embeddings ("sensitive to the scaling"); the unit-normalised values of
+  The pooling paper computes both on the raw embeddings ("sensitive to the scaling"); the unit-normalised values of
   Wang & Isola are reported as ``alignment_unit`` / ``uniformity_unit``.
 """
 
@@ -72,7 +72,7 @@ class IsotropyTask(Task):
     """IsoScore of the method's embeddings of WikiText-2 sentences (≥ 10 characters)."""
 
     name = "isotropy"
-    description = "IsoScore of the embeddings of WikiText-2 sentences (paper 2 §3.5.4)"
+    description = "IsoScore of the embeddings of WikiText-2 sentences (pooling paper §3.5.4)"
     datasets = ("wikitext2",)
     headline = "isoscore"
     metrics = {"isoscore": Metric("IsoScore, 0 (one direction holds all variance) – 1 (isotropic)", unit="score")}
@@ -95,7 +95,7 @@ class AlignmentTask(Task):
     """Alignment (STS-B train pairs scored 5.0) and uniformity (all sentences of STS-B train pairs)."""
 
     name = "alignment"
-    description = "alignment (Eq. 8) of STS-B train pairs scored 5.0 and uniformity (Eq. 9) of their sentences (paper 2 §3.5.5)"
+    description = "alignment (Eq. 8) of STS-B train pairs scored 5.0 and uniformity (Eq. 9) of their sentences (pooling paper §3.5.5)"
     datasets = ("stsb",)
     headline = "alignment"
     metrics = {

@@ -1,8 +1,8 @@
-"""Agreement with similar / non-similar pairs (seed 0 §3.3, Eq. 4).
+"""Agreement with similar / non-similar pairs (neural-embeddings paper §3.3, Eq. 4).
 
 Every (similar pair, non-similar pair) tuple should have the similar pair's product higher; a tuple with
 ``product(similar) <= product(non-similar)`` is wrong. The product is the dot product of unit-normalised
-embeddings, or of the embeddings as encoded with the ``product=dot`` option (seed 0, Appendix F). Counting is exact without enumerating tuples: sort the non-similar
+embeddings, or of the embeddings as encoded with the ``product=dot`` option (neural-embeddings paper Appendix F). Counting is exact without enumerating tuples: sort the non-similar
 products once and binary-search each similar product.
 """
 
@@ -92,7 +92,7 @@ class PairsTask(Task):
     labelled pairs (``label`` 1 = similar, 0 = non-similar)."""
 
     name = "pairs"
-    description = "every (similar, non-similar) pair tuple should rank the similar pair higher (seed 0 §3.3, Eq. 4)"
+    description = "every (similar, non-similar) pair tuple should rank the similar pair higher (neural-embeddings paper §3.3, Eq. 4)"
     datasets = ("mrpc", "sts")
     options = ("product",)
     user_files = True

@@ -1,7 +1,7 @@
 """The one scorer every task uses: encode each distinct text once, index back; or score pairs.
 
 Some methods fit statistics on the texts of one ``encode()`` call (idf over the target texts,
-target-fitted post-processing; paper 2 §2), so a task hands the scorer every text of its dataset (all
+target-fitted post-processing; pooling paper §2), so a task hands the scorer every text of its dataset (all
 splits, both sides of every pair, every perturbation) and the scorer calls ``encode`` ONCE on the
 distinct texts, in first-seen order, then gives each list its rows back. Pairwise methods
 (``method.pairwise``, e.g. token matching) have no vectors: they get one ``similarity_pairs()`` call on the
@@ -28,7 +28,7 @@ _STORE = runtime.ArrayStore("eval")
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length in float64 (zero rows stay zero), so products are cosines.
 
-    Float64, not the methods' float32: seed 0's products are compared for exact ties (``≤``)."""
+    Float64, not the methods' float32: the neural-embeddings paper's products are compared for exact ties (``≤``)."""
     vectors = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms > 0, norms, 1.0)
@@ -39,7 +39,7 @@ def cosines(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", unit_rows(first), unit_rows(second))
 
 
-PRODUCTS = ("cosine", "dot")  # the embedding product of seed 0's tasks: unit-normalised (§3) or as encoded (App. F)
+PRODUCTS = ("cosine", "dot")  # the embedding product of the neural-embeddings paper's tasks: unit-normalised (§3) or as encoded (App. F)
 
 
 def check_product(product: str) -> str:
@@ -50,7 +50,7 @@ def check_product(product: str) -> str:
 
 def product_rows(vectors: np.ndarray, product: str = "cosine") -> np.ndarray:
     """Float64 rows whose dot products are the asked-for product: unit rows for ``cosine``, the vectors as
-    encoded for ``dot`` (seed 0, Appendix F: unnormalised embeddings)."""
+    encoded for ``dot`` (neural-embeddings paper Appendix F: unnormalised embeddings)."""
     return unit_rows(vectors) if check_product(product) == "cosine" else np.asarray(vectors, dtype=np.float64)
 
 

@@ -1,7 +1,7 @@
-"""Semantic textual similarity: cosine of the two embeddings vs the gold score (paper 2 §3.5.2).
+"""Semantic textual similarity: cosine of the two embeddings vs the gold score (pooling paper §3.5.2).
 
 Spearman is the main metric; Pearson and Kendall τ-b / τ-c are reported too. For STS12–16 the "all"
-score concatenates every subset of the year and computes one correlation (paper 2 follows [143]; it is
+score concatenates every subset of the year and computes one correlation (pooling paper follows [143]; it is
 not SentEval's "mean"); SentEval's per-subset mean and size-weighted mean are separate records.
 Pairwise methods score the pairs with ``method.similarity``.
 """
@@ -39,7 +39,7 @@ class STSTask(Task):
     """STS12–16 (per subset, "all", "mean", "wmean"), STS-B test, SICK-R test, or a user scored-pairs file."""
 
     name = "sts"
-    description = "cosine of the two texts vs the gold similarity score (paper 2 §3.5.2)"
+    description = "cosine of the two texts vs the gold similarity score (pooling paper §3.5.2)"
     datasets = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sick-r")
     user_files = True
     needs_vectors = False

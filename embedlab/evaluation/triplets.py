@@ -1,4 +1,4 @@
-"""Anchor–positive–negative triplets (seed 0 §3.2, Eq. 2–3).
+"""Anchor–positive–negative triplets (neural-embeddings paper §3.2, Eq. 2–3).
 
 For texts grouped by meaning, every triplet (A, B, C) — A an anchor, B another candidate of A's group,
 C a candidate of any other group — should satisfy E_A·E_B > E_A·E_C (unit-normalised embeddings; the
@@ -210,7 +210,7 @@ class TripletsTask(Task):
     """mrpc, sts, summ-g, summ-r, text-summ-g, text-summ-r, or a user grouped-texts file."""
 
     name = "triplets"
-    description = "anchor–positive–negative triplets of grouped texts; broken when E_A·E_B ≤ E_A·E_C (seed 0 §3.2, Eq. 2–3)"
+    description = "anchor–positive–negative triplets of grouped texts; broken when E_A·E_B ≤ E_A·E_C (neural-embeddings paper §3.2, Eq. 2–3)"
     datasets = ("mrpc", "sts", "summ-g", "summ-r", "text-summ-g", "text-summ-r")
     options = ("layout", "product")
     user_files = True

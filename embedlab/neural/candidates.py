@@ -1,4 +1,4 @@
-"""The candidate-set softmax: the math shared by the reference and batched paths (issue 18).
+"""The candidate-set softmax: the math shared by the reference and batched paths.
 
 Why it is cheap: every epoch of exact micro-tuning needs logits over the whole vocabulary V at every
 masked position, yet after epoch 1 almost all of the softmax mass sits on a few hundred tokens and the

@@ -9,7 +9,7 @@ Examples::
     neural:minilm,params=block,variant=cls-diff,epochs=5   # Appendix G hidden-layer variants
     neural:minilm,skip-layer=2                 # Appendix C.1 ablation Neural-L2
     neural:minilm,skip-blueprint=1             # Appendix C.2 ablation Neural-B1
-    neural:minilm,softmax=candidates           # issue 18: epoch 1 exact, then candidate sets (K=256): cheaper, near-exact
+    neural:minilm,softmax=candidates           # epoch 1 exact, then candidate sets (K=256): cheaper, near-exact
     neural:minilm+minilm                       # Appendix H: normalised concatenation (the spec parser's '+')
     neural:minilm,device=cuda,memory=8GB       # the batched path on a GPU, groups planned for 8 GB
 

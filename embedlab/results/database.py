@@ -1,4 +1,4 @@
-"""SQLite results database: every evaluation record with its provenance (issue 3, "Results database").
+"""SQLite results database: every evaluation record with its provenance.
 
 Each stored row is one :class:`~embedlab.evaluation.records.Record` plus the model fingerprint, the code version
 (``embedlab.__version__`` and the git commit when known), the seed, the time and optional extra JSON.

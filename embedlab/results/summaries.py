@@ -1,5 +1,5 @@
 """Headline and summary records: the one number per (method, task, dataset) that the papers' tables show,
-and per-task averages of it (the shape of paper 2's Table 4). The headline metric is each task's own
+and per-task averages of it (the shape of the pooling paper's Table 4). The headline metric is each task's own
 declaration (``Task.headline_of``); nothing here knows a task by name."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from embedlab.evaluation.records import Record
 
 def headline_records(records: Sequence[Record]) -> list[Record]:
     """Each dataset's headline metric: from its ``"all"`` subset when it has one (STS12–16 concatenated,
-    paper 2 §3.5.2), else from every subset; Eq. 3 intersections (``vs …``) are not headlines."""
+    pooling paper §3.5.2), else from every subset; Eq. 3 intersections (``vs …``) are not headlines."""
     chosen = [r for r in records if r.metric == headline_of(r.task, r.dataset) and not r.subset.startswith("vs ")]
     pooled = {(r.method, r.task, r.dataset) for r in chosen if r.subset == "all"}
     return [r for r in chosen if r.subset == "all" or (r.method, r.task, r.dataset) not in pooled]
 
 
 def summary_records(records: Sequence[Record]) -> list[Record]:
-    """Per method and task family, the mean of the headline metric over its datasets (the shape of paper 2
+    """Per method and task family, the mean of the headline metric over its datasets (the shape of the pooling paper
     Table 4: average STS Spearman, average clustering accuracy, average classification accuracy)."""
     by_key: dict[tuple[str, str, str], list[Record]] = {}
     for record in headline_records(records):

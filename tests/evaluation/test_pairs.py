@@ -1,4 +1,4 @@
-"""Tests for embedlab.evaluation.pairs: exact wrong-tuple counting (seed 0 Eq. 4)."""
+"""Tests for embedlab.evaluation.pairs: exact wrong-tuple counting (neural-embeddings paper Eq. 4)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_matches_brute_force() -> None:
 
 def test_sts_pair_counts_match_paper() -> None:
     data = pairs_sts()
-    assert (len(data.similar), len(data.different)) == (338, 534)  # 180,492 tuples (seed 0 Table 3)
+    assert (len(data.similar), len(data.different)) == (338, 534)  # 180,492 tuples (neural-embeddings paper Table 3)
 
 
 def test_task_on_user_file_with_pairwise_method(tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ def test_hand_computed() -> None:
 
 
 def test_paper_triplet_totals() -> None:
-    assert triplets_sts().triplet_count() == 455_624  # seed 0 Table 1
+    assert triplets_sts().triplet_count() == 455_624  # neural-embeddings paper, Table 1
     assert triplets_mrpc().triplet_count() == 24_472_808
     assert triplets_text_summ_g().triplet_count() == 100 * 16 * 1584  # 16 systems here, 17 in the paper
 

@@ -1,4 +1,4 @@
-"""Caches under real faults (issue 14 items 1, 2, 4, 7 and 9): no damaged, truncated, swapped, half-written or
+"""Caches under real faults: no damaged, truncated, swapped, half-written or
 foreign cache file is ever read back as a value; each is named in a warning and recomputed to the clean value.
 A damaged token-state index is moved aside and rebuilt, a damaged results database is one CLI line naming it,
 an unwritable cache (read-only, full) warns once and the values are still right, and the temporary files of a

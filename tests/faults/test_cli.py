@@ -1,6 +1,6 @@
 """The command line under bad input and faults: one line ``embedlab COMMAND: error: ...``, no traceback,
 and an exit status that says whose fault it was (2: the command line or an input file, 1: the machine,
-130: Ctrl-C) — issue 14 items 10 and 11.
+130: Ctrl-C).
 
 Every case runs ``python -m embedlab`` in a subprocess on real files with real faults.
 """

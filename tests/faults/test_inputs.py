@@ -1,4 +1,4 @@
-"""Bad input gets a clear error and nothing wrong is stored (issue 14 items 3, 5, 8, 11).
+"""Bad input gets a clear error and nothing wrong is stored.
 
 Each case writes a real file with a real fault (a JSON null where a text belongs, a header that is not
 one, a lone surrogate, a file too small for its folds, two files of the same name) and asserts the exact

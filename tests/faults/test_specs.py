@@ -1,4 +1,4 @@
-"""Bad method specs fail when the spec is read, naming the option and why (issue 14 items 6 and 11):
+"""Bad method specs fail when the spec is read, naming the option and why:
 NaN, infinite or out-of-range option values would otherwise give NaN vectors or fail late inside numpy."""
 
 from __future__ import annotations

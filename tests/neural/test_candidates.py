@@ -1,4 +1,4 @@
-"""Tests of embedlab.neural.candidates and the candidate-set softmax on both micro-tuning paths (issue 18)."""
+"""Tests of embedlab.neural.candidates and the candidate-set softmax on both micro-tuning paths."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def test_an_unknown_weighting_is_refused():
         TokenSelection(weighting="bm25")
 
 
-# --- streaming (issue 13): chunk by chunk equals one pass ------------------------------------------------
+# --- streaming: chunk by chunk equals one pass ------------------------------------------------
 
 def _long_text() -> str:
     words = "The committee reviewed the proposal and approved a revised budget for the coming year".split()
