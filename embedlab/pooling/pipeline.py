@@ -28,8 +28,10 @@ is the same arithmetic as the general path (tested equal to 1e-6).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,9 +42,9 @@ from embedlab.models import LoadedModel
 from embedlab.runtime import release_free_memory
 from embedlab.runtime.progress import progress_bar
 from embedlab.pooling import long_texts
-from embedlab.pooling.aggregation import aggregate, select_tokens, token_weights
+from embedlab.pooling.aggregation import FlatTokens, aggregate, select_tokens, token_weights
 from embedlab.pooling.postprocess import Chain, fit_chain
-from embedlab.pooling.sources import StaticTokens, TokenSource, release_layouts, tokenized_texts
+from embedlab.pooling.sources import StaticTokens, TokenSource, release_layouts, tokenized_already, tokenized_texts
 from embedlab.pooling.weights import idf_from_documents, reference_token_statistics
 
 WEIGHTINGS = ("none", "idf-target", "idf-ref")
@@ -150,22 +152,42 @@ class PoolingPipeline:
         return aggregate(matrix, flat, token_weights(flat, keep, idf), keep, self.aggregation)
 
     def _pool_static(self, texts: list[str], idf: np.ndarray | None) -> np.ndarray:
+        """A static source's vectors: token ids in, one weighted sum of table rows per text out. Many texts
+        are tokenised and summed batch by batch on the cores (the tokenizer, numpy and scipy release the
+        GIL), unless their tokens are remembered already (an idf fit on the same texts tokenised them)."""
+        if len(texts) <= STATIC_BATCH_TEXTS or tokenized_already(self.model, texts):
+            return self._pool_static_tokens(tokenized_texts(self.model, texts), idf)
+        batches = [texts[start : start + STATIC_BATCH_TEXTS] for start in range(0, len(texts), STATIC_BATCH_TEXTS)]
+        with ThreadPoolExecutor(max_workers=min(len(os.sched_getaffinity(0)), len(batches))) as pool:
+            parts = pool.map(lambda batch: self._pool_static_tokens(tokenized_texts(self.model, batch, remember=False), idf), batches)
+            return np.concatenate(list(parts))
+
+    def _pool_static_tokens(self, flat: FlatTokens, idf: np.ndarray | None) -> np.ndarray:
         source = self.source
-        flat = tokenized_texts(self.model, texts)
         keep = select_tokens(flat, self.selection.include_special, self.selection.excluded_vocab)
         weights = token_weights(flat, keep, idf)
         rows, scales = source.lookup(flat.token_ids)
-        table = source.table()
         coefficients = weights.astype(np.float64) if scales is None else weights * scales.astype(np.float64)
-        # Sum in float64 over the rows the texts use: a float32 running sum over a long text loses ~1e-7 of
-        # its magnitude, which a whitening step (scales up to ~10³) lifts above 1e-5.
-        used = np.zeros(table.shape[0], dtype=bool)
-        used[rows] = True
-        used_rows = np.flatnonzero(used)
-        columns = (np.cumsum(used) - 1)[rows]
-        selector = csr_matrix((coefficients, columns, flat.offsets), shape=(flat.num_texts, len(used_rows)))
-        return np.asarray(selector @ table[used_rows].astype(np.float64), dtype=np.float32)
+        return _static_sums(coefficients, rows, np.asarray(flat.offsets, dtype=np.int64), source.table())
 
     def fit_post(self, pooled: np.ndarray, reference: Callable[[], np.ndarray]) -> tuple[Chain, np.ndarray]:
         """Stage 4 fitted on ``pooled`` (``@ref`` steps on ``reference()``): the chain and ``pooled`` transformed."""
         return fit_chain(self.post, pooled, reference)
+
+
+# Texts per batch of the static path: tokenised and summed on one thread each (≈ 1,000 texts a batch keep
+# two cores busy on 20,000 sentences, and a batch's float64 rows small).
+STATIC_BATCH_TEXTS = 1024
+
+
+def _static_sums(coefficients: np.ndarray, rows: np.ndarray, offsets: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """(n, d) float32: text i's Σ coefficients[j] · table[rows[j]] over its tokens offsets[i]:offsets[i + 1].
+
+    Summed in float64 over the table rows the texts use: a float32 running sum over a long text loses ~1e-7
+    of its magnitude, which a whitening step (scales up to ~10³) lifts above 1e-5."""
+    used = np.zeros(table.shape[0], dtype=bool)
+    used[rows] = True
+    used_rows = np.flatnonzero(used)
+    columns = (np.cumsum(used) - 1)[rows]
+    selector = csr_matrix((coefficients, columns, offsets), shape=(len(offsets) - 1, len(used_rows)))
+    return np.asarray(selector @ table[used_rows].astype(np.float64), dtype=np.float32)

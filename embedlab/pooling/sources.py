@@ -122,11 +122,11 @@ def release_layouts() -> None:
     _LAYOUTS.clear()
 
 
-def tokenized_texts(model: LoadedModel, texts: Sequence[str]) -> FlatTokens:
+def tokenized_texts(model: LoadedModel, texts: Sequence[str], remember: bool = True) -> FlatTokens:
     """Texts as token ids only, laid flat: the whole text, special tokens added once (no length limit).
 
-    Static sources and idf^T need nothing more. The last few results are remembered, so that several
-    configurations over the same texts tokenise them once.
+    Static sources and idf^T need nothing more. The last few results are remembered (unless ``remember``
+    is false: one batch of many), so that several configurations over the same texts tokenise them once.
     """
 
     def tokenize() -> FlatTokens:
@@ -137,7 +137,12 @@ def tokenized_texts(model: LoadedModel, texts: Sequence[str]) -> FlatTokens:
         sequences = [np.asarray(model.with_special_tokens(ids), dtype=np.int64) for ids in encoded]
         return FlatTokens.from_token_ids(sequences, special_token_ids(model))
 
-    return _TOKENIZED.get((model.fingerprint, tuple(texts)), tokenize)
+    return _TOKENIZED.get((model.fingerprint, tuple(texts)), tokenize) if remember else tokenize()
+
+
+def tokenized_already(model: LoadedModel, texts: Sequence[str]) -> bool:
+    """Whether :func:`tokenized_texts` remembers these texts' tokens."""
+    return (model.fingerprint, tuple(texts)) in _TOKENIZED
 
 
 @dataclass(frozen=True, eq=False)

@@ -176,3 +176,20 @@ def test_a_truncation_saved_in_tokenizer_json_does_not_cut_texts(tmp_path, minil
     write_static_folder(tmp_path / "out", np.zeros((30522, 4)), json.dumps(tokenizer), {"normalize": False})
     written = json.loads((tmp_path / "out" / "tokenizer.json").read_text())
     assert written["truncation"] is None and written["padding"] is None
+
+
+@pytest.mark.parametrize("options", ["", ",weights=idf-ref", ",weights=idf-target,post=zscore"])
+def test_many_texts_are_pooled_batch_by_batch_with_the_same_bits(sts_sentences, monkeypatch, options):
+    """The static path tokenises and sums batches of texts on the cores: each text's vector is the one the
+    whole list in one batch gives, bit for bit, whatever the batch size (an idf fit tokenises the whole list
+    first, and pooling then reuses those tokens)."""
+    from embedlab.pooling import pipeline
+
+    texts = [f"{text} [{index}]" for index, text in enumerate(sts_sentences)]  # new texts: no tokenisation memo
+    monkeypatch.setattr(pipeline, "STATIC_BATCH_TEXTS", 10**9)
+    whole = embedlab.load("static:tokenlearn" + options).encode(texts)
+    monkeypatch.setattr(pipeline, "STATIC_BATCH_TEXTS", 9)
+    embedlab.runtime.clear()
+    batched = embedlab.load("static:tokenlearn" + options).encode(texts)
+    assert batched.dtype == np.float32 and batched.shape == (len(texts), 64)
+    assert np.array_equal(batched, whole)
