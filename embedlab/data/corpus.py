@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import stat as _stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from embedlab.data import DataFormatError, json_object, unicode_problem
+from embedlab.data.reading import special_file_kind
 from embedlab.errors import InputError
 
 # Position after a record: (byte offset, line number) for line formats, (row index, row index) for Parquet.
@@ -105,17 +105,17 @@ class Corpus:
         size and mtime say."""
         if self.stdin:
             raise InputError("standard input has no identity to resume from; write the texts to a file first")
-        stat = self.path.stat()
-        if not _stat.S_ISREG(stat.st_mode):
-            kind = "a named pipe" if _stat.S_ISFIFO(stat.st_mode) else "a device" if _stat.S_ISCHR(stat.st_mode) or _stat.S_ISBLK(stat.st_mode) else "a socket or other special file"
+        kind = special_file_kind(self.path)
+        if kind is not None:
             raise DataFormatError(f"input {self.source} is not a regular file ({kind}): a resumable run reads it several times "
                                   "and checks it has not changed; write the texts to a file first")
+        status = self.path.stat()
         digest = hashlib.sha256()
         with self.path.open("rb") as file:
             for block in iter(lambda: file.read(_IDENTITY_BLOCK_BYTES), b""):
                 digest.update(block)
-        return {"path": str(self.path.resolve()), "format": self.format, "size": stat.st_size,
-                "mtime_ns": stat.st_mtime_ns, "sha256": digest.hexdigest()}
+        return {"path": str(self.path.resolve()), "format": self.format, "size": status.st_size,
+                "mtime_ns": status.st_mtime_ns, "sha256": digest.hexdigest()}
 
     def scan(self, shard_size: int | None = None) -> CorpusScan:
         """Read every record once: validate it, check the ids (one kind, no repeats), count the texts and

@@ -4,6 +4,7 @@ fails loudly instead of giving a silently different number)."""
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,3 +82,16 @@ def json_lines(path: Path) -> Iterator[tuple[int, dict]]:
         if not line.strip():
             continue
         yield number, json_object(line, f"{path}, line {number}")
+
+
+def special_file_kind(path: Path) -> str | None:
+    """"a named pipe", "a device" or "a socket" for a file that is not a regular one (it may be read only
+    once, or never end); None for a regular file or a folder (a folder is refused when read)."""
+    mode = path.stat().st_mode
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None

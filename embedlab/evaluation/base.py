@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
@@ -22,6 +21,7 @@ from threadpoolctl import threadpool_limits
 
 from embedlab.errors import InputError, InputTypeError
 from embedlab.data import DataFormatError
+from embedlab.data.reading import special_file_kind
 from embedlab.evaluation.records import Record
 from embedlab.runtime import cache_key
 from embedlab.runtime.settings import solver_thread_count
@@ -267,14 +267,10 @@ def solver_threads() -> threadpool_limits:
 def _refuse_streams(path: Path, given: str) -> None:
     """A user dataset is read twice, once to hash its content into the dataset's name and once to parse it:
     a pipe (bash's ``<(…)``, a FIFO) can be read only once, and a device (``/dev/zero``) may never end."""
-    mode = path.stat().st_mode
-    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
-        kind = "a pipe"
-    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        kind = "a device"
-    else:
+    kind = special_file_kind(path)
+    if kind is None:
         return  # a regular file, or a folder (refused when read, with the OS's reason)
     raise DataFormatError(f"{path} (given in --tasks as {given}) is {kind}, not a regular file: a dataset file is read "
                           "twice (its content names the stored results, then it is parsed), and "
-                          f"{'a pipe can be read only once' if kind == 'a pipe' else 'a device may never end'}; "
+                          f"{'a device may never end' if kind == 'a device' else 'a pipe can be read only once'}; "
                           "save it to a file first (e.g. `cmd > pairs.tsv`) and give that file")

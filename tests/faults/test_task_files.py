@@ -66,7 +66,7 @@ def test_a_pipe_or_device_as_a_dataset_file_is_refused_with_the_reason(tmp_path,
         os.mkfifo(source)
     else:
         source = Path("/dev/zero")
-    with pytest.raises(DataFormatError, match=r"is a (pipe|device), not a regular file.*save it to a file first"):
+    with pytest.raises(DataFormatError, match=r"is a (named pipe|device), not a regular file.*save it to a file first"):
         parse_tasks(f"sts:@{source}")
 
 
@@ -78,5 +78,5 @@ def test_process_substitution_as_a_dataset_is_refused_not_drained(tmp_path):
     result = subprocess.run(["bash", "-c", f'"{sys.executable}" -c "{script}" <(printf "%s\\n" "$ROWS")'],
                             capture_output=True, text=True, env={**os.environ, "ROWS": rows}, timeout=120)
     assert result.returncode != 0
-    assert "is a pipe, not a regular file" in result.stderr
+    assert "is a named pipe, not a regular file" in result.stderr
     assert "no scored pairs" not in result.stderr
