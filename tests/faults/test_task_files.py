@@ -43,7 +43,8 @@ def test_a_bad_file_for_a_later_task_fails_before_the_first_task_runs(tmp_path, 
     assert method.encode_calls == [] and method.similarity_calls == 0  # nothing ran
 
 
-def test_a_missing_built_in_data_file_fails_before_the_first_task_runs(tmp_path, monkeypatch):
+@pytest.mark.parametrize("later", ["sts:sick-r", "alignsim:mrpc", "alignsim:all", "isotropy:wikitext2"])
+def test_a_missing_built_in_data_file_fails_before_the_first_task_runs(tmp_path, monkeypatch, later):
     good = _scored(tmp_path, "one.tsv", GOOD)
     monkeypatch.setenv("EMBEDLAB_DATA", str(tmp_path / "no-data-here"))
     from embedlab import runtime
@@ -52,7 +53,7 @@ def test_a_missing_built_in_data_file_fails_before_the_first_task_runs(tmp_path,
     try:
         method = FakeMethod()
         with pytest.raises(Exception, match="no-data-here"):
-            evaluate([method], parse_tasks([f"sts:@{good}", "sts:sick-r"]))
+            evaluate([method], parse_tasks([f"sts:@{good}", later]))
         assert method.encode_calls == []
     finally:
         monkeypatch.delenv("EMBEDLAB_DATA")

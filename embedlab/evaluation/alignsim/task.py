@@ -32,7 +32,7 @@ from embedlab import runtime
 from embedlab.errors import InputError
 from embedlab.evaluation.alignsim import criteria, metrics
 from embedlab.evaluation.alignsim.perturb import N_VALUES, PerturbationSet, SamplingConfig, build_perturbation_set
-from embedlab.evaluation.alignsim.sources import ALL_DATASETS, PARAPHRASE_DATASETS
+from embedlab.evaluation.alignsim.sources import ALL_DATASETS, PARAPHRASE_DATASETS, read_dataset
 from embedlab.evaluation.base import Method, Metric, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import PairScorer
@@ -211,6 +211,11 @@ class AlignSimTask(Task):
 
     def settings(self) -> dict:
         return self.setup.settings()
+
+    def check_data(self) -> None:
+        """Read the source pairs this dataset's criteria draw from (the adjustment: QQP, PAWS and MRPC)."""
+        for name in PARAPHRASE_DATASETS if self.dataset == ADJUSTMENT else (self.dataset,):
+            read_dataset(name)
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)
