@@ -247,6 +247,10 @@ def convert_gguf(gguf: Path, name: str) -> Path:
     copy is discarded.
     """
     target = converted_gguf_folder(gguf)
+    for abandoned in target.parent.glob(f".{target.name}.*.staging"):  # left by a converter killed mid-write
+        pid = abandoned.name[len(target.name) + 2 : -len(".staging")]
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(abandoned, ignore_errors=True)
     if (target / ".complete").exists():
         return target
     check_gguf(gguf, name)
