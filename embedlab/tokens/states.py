@@ -377,6 +377,11 @@ class TokenStateStore:
             self._packs().write(pending)
         return [states if states is not None else fresh[text] for text, states in zip(texts, results)]
 
+    @property
+    def _no_kv_cache(self) -> dict:
+        """A decoder would fill a key/value cache for generation on every forward pass; states need none."""
+        return {"use_cache": False} if self.model.is_decoder else {}
+
     @torch.inference_mode()
     def _run_model(
         self,
@@ -412,7 +417,8 @@ class TokenStateStore:
                 input_ids[row, : len(sequence.input_ids)] = torch.tensor(sequence.input_ids)
                 attention[row, : len(sequence.input_ids)] = 1
             input_ids, attention = input_ids.to(device), attention.to(device)
-            hidden = model(input_ids=input_ids, attention_mask=attention, output_hidden_states=True).hidden_states
+            hidden = model(input_ids=input_ids, attention_mask=attention, output_hidden_states=True,
+                           **self._no_kv_cache).hidden_states
             outputs = [embed(input_ids) if layer == -1 else hidden[layer] for layer in layers]  # each (b, width, d)
             outputs = [output.float().cpu().numpy() for output in outputs]
             for row, sequence in enumerate(batch):
