@@ -298,10 +298,19 @@ def plan_for(value: PaperValue) -> RecomputePlan | None:
     # a variant's plan (its own subset suffix) before the default plans, whose empty suffix matches every subset
     for plan in sorted(RECOMPUTE_PLANS.get(value.paper, ()), key=lambda plan: -len(plan.subset_suffix)):
         runs_it = (value.method in plan.specs and value.harness_task in plan.tasks.split(",")
-                   and value.subset.endswith(plan.subset_suffix))
+                   and value.subset.endswith(plan.subset_suffix) and _scores_criterion(plan, value))
         if runs_it and (not intersection or value.subset == f"vs {plan.intersections_with}"):
             return plan
     return None
+
+
+def _scores_criterion(plan: RecomputePlan, value: PaperValue) -> bool:
+    """Whether ``plan`` produces ``value``'s ALIGN-SIM criterion (subset ``c2/n=1`` is criterion 2): a plan that
+    asks for some criteria only (task option ``criteria``) does not produce the others' records."""
+    criteria = dict(plan.task_options).get("criteria")
+    if value.task != "alignsim" or criteria is None or not value.subset.startswith("c"):
+        return True
+    return int(value.subset[1]) in criteria
 
 
 def report_rows(paper: str, *, values_folder: Path = PAPER_VALUES, records_folder: Path = RECORDS) -> list[Row]:
@@ -464,6 +473,17 @@ _STS_ALL = "sts:sts12,sts:sts13,sts:sts14,sts:sts15,sts:sts16,sts:stsb,sts:sick-
 
 _ALIGNSIM_PARAPHRASE = "alignsim:qqp,alignsim:paws,alignsim:mrpc"
 _ALIGNSIM_C1 = "criterion 1 (and α) at 2,500 pairs per label (MRPC: all 2,474 / 1,194); seed 0"
+_SENTEVAL = ("classification:mr,classification:cr,classification:subj,classification:mpqa,classification:sst2,"
+             "classification:trec,classification:mrpc")
+_SMOLLM2 = "smollm2: the mean of SmolLM2-135M-Instruct's last hidden layer (the paper's LLM protocol, Appendix A)"
+_SMOLLM2_RATE = "SmolLM2 encodes ≈ 18 STS-B sentences a second on one quiet core (one torch thread)"
+_SMOLLM2_COST_C1 = ("≈ 24,000 texts, ≈ 25 min of one quiet core (" + _SMOLLM2_RATE + ")")
+_SMOLLM2_COST_C4 = ("AFIN's ≈ 6,000 texts after the criterion-1 run above (α needs its random pairs, which it then reuses "
+                    "from the cache): ≈ 6 min of one quiet core; without it, ≈ 30 min")
+_SMOLLM2_COST_C2 = ("≈ 44,000 texts (criterion 2 at 3,500 sentences per dataset beside criterion 1's): ≈ 45 min of one quiet "
+                    "core, ≈ 20 min of it the synonym-replaced sentences")
+_SMOLLM2_COST_SENTEVAL = ("≈ 122,000 texts (SST-2's 70,000 phrases, MR, SUBJ, MPQA ≈ 10,600 each, MRPC ≈ 10,900, TREC 5,952, "
+                          "CR 3,775): ≈ 2 h of one quiet core to encode, then the nested cross-validation (≈ 10 min)")
 
 RECOMPUTE_PLANS: dict[str, tuple[RecomputePlan, ...]] = {
     "neural": (
@@ -543,6 +563,15 @@ RECOMPUTE_PLANS: dict[str, tuple[RecomputePlan, ...]] = {
                       cost="57,000 texts (criterion 2 at 3,500 per dataset, and criterion 1 for α): 26 min measured on the shared 2-core machine",
                       protocol=_ALIGNSIM_C1 + "; criterion 2 at 3,500 sentences per dataset, perturbation=authors (the authors' "
                                               "released code: any non-stop-word, all senses, uninflected, every occurrence)"),
+        # the paper's LLM rows, as an analogue on SmolLM2-135M-Instruct (costs: one torch thread, see _SMOLLM2_RATE)
+        RecomputePlan(("smollm2",), _ALIGNSIM_PARAPHRASE, expensive=True, task_options=(("criteria", (1,)),),
+                      cost=_SMOLLM2_COST_C1, protocol=_ALIGNSIM_C1 + "; " + _SMOLLM2),
+        RecomputePlan(("smollm2",), "alignsim:afin", expensive=True, task_options=(("criteria", (4,)),),
+                      cost=_SMOLLM2_COST_C4, protocol="criterion 4 on all 3,001 AFIN pairs, α from criterion 1's random pairs; seed 0; " + _SMOLLM2),
+        RecomputePlan(("smollm2",), _ALIGNSIM_PARAPHRASE, expensive=True, task_options=(("criteria", (1, 2)),),
+                      cost=_SMOLLM2_COST_C2, protocol=_ALIGNSIM_C1 + "; criterion 2 at 3,500 sentences per dataset, perturbation=ours; " + _SMOLLM2),
+        RecomputePlan(("smollm2",), _SENTEVAL, expensive=True, cost=_SMOLLM2_COST_SENTEVAL,
+                      protocol="SentEval protocol, scikit-learn logistic regression; " + _SMOLLM2),
     ),
 }
 
