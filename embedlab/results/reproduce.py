@@ -478,8 +478,8 @@ _SENTEVAL = ("classification:mr,classification:cr,classification:subj,classifica
 _SMOLLM2 = "smollm2: the mean of SmolLM2-135M-Instruct's last hidden layer (the paper's LLM protocol, Appendix A)"
 _SMOLLM2_RATE = "SmolLM2 encodes ≈ 18 STS-B sentences a second on one quiet core (one torch thread)"
 _SMOLLM2_COST_C1 = ("≈ 24,000 texts, ≈ 25 min of one quiet core (" + _SMOLLM2_RATE + "); measured: QQP's 5,000 pairs took "
-                    "21 min of wall time and ≈ 7 min of CPU at one thread on the shared 2-core machine (load 9–40); "
-                    "PAWS and MRPC hold about twice as many tokens a sentence")
+                    "21 min of wall time and ≈ 7 min of CPU, MRPC's 3,668 pairs 22 min and ≈ 8 min, at one thread on the "
+                    "shared 2-core machine (load 7–40)")
 _SMOLLM2_COST_C4 = ("AFIN's ≈ 6,000 texts after the criterion-1 run above (α needs its random pairs, which it then reuses "
                     "from the cache): ≈ 6 min of one quiet core; without it, ≈ 30 min")
 _SMOLLM2_COST_C2 = ("≈ 44,000 texts (criterion 2 at 3,500 sentences per dataset beside criterion 1's): ≈ 45 min of one quiet "
