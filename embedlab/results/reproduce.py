@@ -481,7 +481,7 @@ _SMOLLM2_COST_C1 = ("≈ 24,000 texts, ≈ 25 min of one quiet core (" + _SMOLLM
                     "21 min of wall time and ≈ 7 min of CPU, MRPC's 3,668 pairs 22 min and ≈ 8 min, at one thread on the "
                     "shared 2-core machine (load 7–40)")
 _SMOLLM2_COST_C4 = ("AFIN's ≈ 6,000 texts after the criterion-1 run above (α needs its random pairs, which it then reuses "
-                    "from the cache): ≈ 6 min of one quiet core; without it, ≈ 30 min")
+                    "from the cache): 5 min measured on the quiet 2-core machine; without it, ≈ 30 min")
 _SMOLLM2_COST_C2 = ("≈ 44,000 texts (criterion 2 at 3,500 sentences per dataset beside criterion 1's): ≈ 45 min of one quiet "
                     "core, ≈ 20 min of it the synonym-replaced sentences")
 _SMOLLM2_COST_SENTEVAL = ("≈ 122,000 texts (SST-2's 70,000 phrases, MR, SUBJ, MPQA ≈ 10,600 each, MRPC ≈ 10,900, TREC 5,952, "
