@@ -12,7 +12,7 @@ import torch
 
 from embedlab.models.fingerprints import gguf_sha256
 from embedlab.models.named import ModelNotFoundError
-from embedlab.runtime import MissingExtraError, cache_root
+from embedlab.runtime import MissingExtraError, cache_root, process_alive
 
 
 GGUF_FORMAT = "1"  # bump when the converted folder's layout changes: older conversions are then redone
@@ -70,6 +70,10 @@ def convert_gguf(gguf: Path, name: str) -> Path:
     copy is discarded.
     """
     target = converted_gguf_folder(gguf)
+    for abandoned in target.parent.glob(f".{target.name}.*.staging"):  # left by a converter killed mid-write
+        pid = abandoned.name[len(target.name) + 2 : -len(".staging")]
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(abandoned, ignore_errors=True)
     if (target / ".complete").exists():
         return target
     check_gguf(gguf, name)

@@ -130,7 +130,9 @@ def _padded(batch: list[ModelSequence], pad_id: int, device: torch.device) -> tu
 def _batch_states(model: LoadedModel, batch: list[ModelSequence], layers: tuple[int, ...]) -> Iterator[np.ndarray]:
     """Each sequence's (k, length, d) states of ``layers``, in batch order."""
     input_ids, attention = _padded(batch, model.tokenizer.pad_token_id or 0, model.device)
-    hidden = model.model(input_ids=input_ids, attention_mask=attention, output_hidden_states=True).hidden_states
+    # a decoder would fill a key/value cache for generation on every forward pass; states need none
+    no_kv_cache = {"use_cache": False} if model.is_decoder else {}
+    hidden = model.model(input_ids=input_ids, attention_mask=attention, output_hidden_states=True, **no_kv_cache).hidden_states
     embed = model.model.get_input_embeddings()
     outputs = [embed(input_ids) if layer == -1 else hidden[layer] for layer in layers]  # each (b, width, d)
     outputs = [output.float().cpu().numpy() for output in outputs]

@@ -180,6 +180,28 @@ def test_a_missing_record_points_at_the_plan_that_computes_it():
     assert plan_for(replace(intersection, method="st:nothing")) is None
 
 
+def test_the_llm_rows_are_smollm2_analogues_each_pointing_at_the_plan_of_its_criterion():
+    """Every LLM row of ALIGN-SIM's Tables 2–6 has a SmolLM2 analogue row, and a missing record names the plan that
+    produces its criterion (criterion 2 needs the synonym-replacement run, not the criterion-1 one beside it)."""
+    rows = [value for value in paper_values("alignsim") if value.method == "smollm2"]
+    llms = {"Bloom", "GPTNeo", "GPT3-Ada", "GPT3-ada", "LLaMA-2", "LLaMA-3", "Mistral", "OpenELM", "OLMo"}
+    counts = {table: len({value.row for value in rows if value.table == table}) for table in ("Table 2", "Table 3", "Table 4", "Table 5", "Table 6")}
+    assert counts == dict.fromkeys(counts, 8)
+    assert {value.row.split(" (ours")[0] for value in rows} <= llms and {value.kind for value in rows} == {"analogue"}
+    by_cell = {(value.table, value.row.split(" (ours")[0], value.column): value for value in rows}
+    criterion_of = {("Table 6", "LLaMA-2", "QQP Pos"): 1, ("Table 3", "OLMo", "MRPC NED"): 1, ("Table 4", "Mistral", "WIKI n=3"): 2,
+                    ("Table 5", "LLaMA-3", "adjusted sim"): 4}
+    for cell, criterion in criterion_of.items():
+        plan = plan_for(by_cell[cell])
+        assert plan is not None and criterion in dict(plan.task_options)["criteria"], (cell, plan)
+        assert plan.expensive and plan.cost
+    assert by_cell[("Table 4", "Mistral", "WIKI n=3")].number == 0.394  # as printed
+    senteval = plan_for(by_cell[("Table 2", "LLaMA-2", "MR")])
+    assert senteval is not None and "classification:mr" in senteval.tasks.split(",")
+    for row in (row for row in report_rows("alignsim") if row.paper_value.method == "smollm2"):
+        assert row.status in ("analogue on another model", "not run here"), row
+
+
 def test_recompute_rewrites_only_what_it_recomputes(tmp_path, monkeypatch):
     """A recompute of STS-B pairs for st:minilm reproduces the paper's 7,216 / 180,492 (seed paper Table 3),
     keeps every other record line as it was, and a second recompute leaves the file byte-identical."""

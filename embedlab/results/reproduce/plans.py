@@ -98,8 +98,16 @@ def plan_for(value: PaperValue) -> RecomputePlan | None:
     # a variant's plan (its own subset suffix) before the default plans, whose empty suffix matches every subset
     for plan in sorted(RECOMPUTE_PLANS.get(value.paper, ()), key=lambda plan: -len(plan.subset_suffix)):
         runs_it = (value.method in plan.specs and value.harness_task in plan.tasks.split(",")
-                   and value.subset.endswith(plan.subset_suffix))
+                   and value.subset.endswith(plan.subset_suffix) and _scores_criterion(plan, value))
         if runs_it and (not intersection or value.subset == f"vs {plan.intersections_with}"):
             return plan
     return None
 
+
+def _scores_criterion(plan: RecomputePlan, value: PaperValue) -> bool:
+    """Whether ``plan`` produces ``value``'s ALIGN-SIM criterion (subset ``c2/n=1`` is criterion 2): a plan that
+    asks for some criteria only (task option ``criteria``) does not produce the others' records."""
+    criteria = dict(plan.task_options).get("criteria")
+    if value.task != "alignsim" or criteria is None or not value.subset.startswith("c"):
+        return True
+    return int(value.subset[1]) in criteria
