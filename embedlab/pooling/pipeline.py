@@ -168,7 +168,7 @@ class PoolingPipeline:
         weights = token_weights(flat, keep, idf)
         rows, scales = source.lookup(flat.token_ids)
         coefficients = weights.astype(np.float64) if scales is None else weights * scales.astype(np.float64)
-        return _static_sums(coefficients, rows, np.asarray(flat.offsets, dtype=np.int64), source.table())
+        return _static_sums(coefficients, rows, np.asarray(flat.offsets, dtype=np.int64), source.table(), precise=bool(self.post))
 
     def fit_post(self, pooled: np.ndarray, reference: Callable[[], np.ndarray]) -> tuple[Chain, np.ndarray]:
         """Stage 4 fitted on ``pooled`` (``@ref`` steps on ``reference()``): the chain and ``pooled`` transformed."""
@@ -180,11 +180,16 @@ class PoolingPipeline:
 STATIC_BATCH_TEXTS = 1024
 
 
-def _static_sums(coefficients: np.ndarray, rows: np.ndarray, offsets: np.ndarray, table: np.ndarray) -> np.ndarray:
+def _static_sums(coefficients: np.ndarray, rows: np.ndarray, offsets: np.ndarray, table: np.ndarray,
+                 precise: bool = True) -> np.ndarray:
     """(n, d) float32: text i's Σ coefficients[j] · table[rows[j]] over its tokens offsets[i]:offsets[i + 1].
 
-    Summed in float64 over the table rows the texts use: a float32 running sum over a long text loses ~1e-7
-    of its magnitude, which a whitening step (scales up to ~10³) lifts above 1e-5."""
+    ``precise``: summed in float64 over the table rows the texts use. A float32 running sum over a long text
+    loses ~1e-7 of its magnitude: harmless in the pooled vector itself (model2vec sums in float32 too), but a
+    post-processing step such as whitening (scales up to ~10³) lifts it above 1e-5."""
+    if not precise:
+        selector = csr_matrix((coefficients.astype(np.float32), rows, offsets), shape=(len(offsets) - 1, table.shape[0]))
+        return np.asarray(selector @ table, dtype=np.float32)
     used = np.zeros(table.shape[0], dtype=bool)
     used[rows] = True
     used_rows = np.flatnonzero(used)
