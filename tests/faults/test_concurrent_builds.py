@@ -26,6 +26,7 @@ import pytest
 import embedlab
 from embedlab import runtime
 from embedlab.runtime import ArrayStore
+from child_helpers import expect_line
 
 REPO_ROOT = Path(embedlab.__file__).resolve().parent.parent
 SUITE_CACHE = os.environ.get("EMBEDLAB_CACHE")  # read at collection, before any test moves it
@@ -99,14 +100,6 @@ def start(role: str, what: str, cache: Path, *arguments: str) -> subprocess.Pope
                    "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.Popen([sys.executable, "-c", CHILD, role, what, *arguments], env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def expect_line(child: subprocess.Popen, word: str) -> str:
-    line = child.stdout.readline().strip()
-    if not line.startswith(word):
-        child.kill()
-        raise AssertionError(f"expected {word!r} from the child, got {line!r}; stderr:\n{child.stderr.read()[-3000:]}")
-    return line
 
 
 def race_with_a_kill(what: str, cache: Path, *arguments: str) -> str:

@@ -22,6 +22,7 @@ import pytest
 import embedlab
 from embedlab import runtime
 from decoder_helpers import tiny_gguf
+from child_helpers import expect_line
 
 pytest.importorskip("gguf")
 pytest.importorskip("accelerate")
@@ -61,14 +62,6 @@ def start(role: str, gguf: Path, go: Path, cache: Path) -> subprocess.Popen:
                    "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.Popen([sys.executable, "-c", CHILD, role, str(gguf), str(go), *TEXTS], env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def expect_line(child: subprocess.Popen, word: str) -> str:
-    line = child.stdout.readline().strip()
-    if not line.startswith(word):
-        child.kill()
-        raise AssertionError(f"expected {word!r} from the child, got {line!r}; stderr:\n{child.stderr.read()[-3000:]}")
-    return line
 
 
 def finish(child: subprocess.Popen) -> str:
