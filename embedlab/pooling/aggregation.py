@@ -44,12 +44,12 @@ class FlatTokens:
     @classmethod
     def from_token_ids(cls, sequences: Sequence[np.ndarray], special_ids: np.ndarray) -> FlatTokens:
         """Texts known only by their token ids (static token sources): one chunk each, no template."""
-        return cls._laid_flat(sequences, None, None, special_ids)
+        return cls.laid_flat(sequences, None, None, special_ids)
 
     @classmethod
     def from_states(cls, states: Sequence[TokenStates], special_ids: np.ndarray) -> FlatTokens:
         """Texts run through the model: chunk boundaries and template [MASK] positions come with the states."""
-        return cls._laid_flat(
+        return cls.laid_flat(
             [item.token_ids for item in states],
             np.concatenate([item.chunk_ids for item in states]) if states else None,
             np.concatenate([item.template_mask for item in states]) if states else None,
@@ -57,9 +57,11 @@ class FlatTokens:
         )
 
     @classmethod
-    def _laid_flat(
+    def laid_flat(
         cls, sequences: Sequence[np.ndarray], chunk_ids: np.ndarray | None, template_mask: np.ndarray | None, special_ids: np.ndarray
     ) -> FlatTokens:
+        """Texts laid end to end: ``sequences`` (token ids per text), each token's chunk (``chunk_ids``, None:
+        one chunk per text) and template [MASK] positions (None: no template)."""
         lengths = np.array([len(ids) for ids in sequences], dtype=np.int64)
         empty = np.flatnonzero(lengths == 0)
         if empty.size:
@@ -125,24 +127,30 @@ def token_weights(flat: FlatTokens, keep: np.ndarray, idf: np.ndarray | None) ->
 
 
 def aggregate(matrix: np.ndarray, flat: FlatTokens, weights: np.ndarray, keep: np.ndarray, aggregation: str) -> np.ndarray:
-    """(n, d) text vectors from (T, d) token vectors."""
-    if aggregation == "mean":
-        return flat.weighted_sum(matrix, weights)
-    if aggregation == "mean-no-mask":
-        return aggregate(matrix, flat, _renormalise(flat, np.where(flat.template_mask, 0.0, weights)), keep, "mean")
+    """(n, d) text vectors from (T, d) token vectors; ``weights``: the mean's per-token weights."""
     if aggregation == "max":
         masked = np.where(keep[:, None], matrix, -np.inf)
         return np.maximum.reduceat(masked, flat.offsets[:-1], axis=0)
+    return flat.weighted_sum(matrix, aggregation_weights(flat, keep, weights, aggregation))
+
+
+def aggregation_weights(flat: FlatTokens, keep: np.ndarray, weights: np.ndarray, aggregation: str) -> np.ndarray:
+    """(T,) float32 weights whose per-text weighted sum is ``aggregation`` (every one but max), given the
+    mean's per-token ``weights``: the one rule for the whole-text path and for long texts streamed in pieces."""
+    if aggregation == "mean":
+        return weights
+    if aggregation == "mean-no-mask":
+        return _renormalise(flat, np.where(flat.template_mask, 0.0, weights))
     if aggregation == "cls":
-        return aggregate(matrix, flat, _renormalise(flat, flat.chunk_start.astype(np.float64)), keep, "mean")
+        return _renormalise(flat, flat.chunk_start.astype(np.float64))
     if aggregation == "last":
-        return aggregate(matrix, flat, _renormalise(flat, last_of_chunks(flat, keep)), keep, "mean")
+        return _renormalise(flat, last_of_chunks(flat, keep))
     if aggregation == "mask":
         counts = flat.per_text_sum(flat.template_mask.astype(np.int64))
         missing = np.flatnonzero(counts == 0)
         if missing.size:
             raise InputError(f"pool=mask needs a template with [MASK] tokens; text at index {int(missing[0])} has none")
-        return aggregate(matrix, flat, _renormalise(flat, flat.template_mask.astype(np.float64)), keep, "mean")
+        return _renormalise(flat, flat.template_mask.astype(np.float64))
     raise InputError(f"unknown aggregation {aggregation!r}; choose one of: {', '.join(AGGREGATIONS)}")
 
 

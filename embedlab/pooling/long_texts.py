@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from embedlab.pooling.aggregation import FlatTokens, _renormalise, last_of_chunks, select_tokens, token_weights
+from embedlab.pooling.aggregation import FlatTokens, aggregation_weights, select_tokens, token_weights
 from embedlab.pooling.sources import ContextualTokens, MixedTokens, special_token_ids
 from embedlab.tokens.forward import run_sequences, text_sequences
 
@@ -62,23 +62,6 @@ def pool_around_long_texts(pipeline: PoolingPipeline, texts: list[str], long: li
     return pooled
 
 
-def aggregation_weights(flat: FlatTokens, keep: np.ndarray, idf: np.ndarray | None, aggregation: str) -> np.ndarray:
-    """(T,) float32 weights whose weighted sum is :func:`aggregate`'s result for every aggregation but max."""
-    if aggregation == "mean":
-        return token_weights(flat, keep, idf)
-    if aggregation == "mean-no-mask":
-        return _renormalise(flat, np.where(flat.template_mask, 0.0, token_weights(flat, keep, idf)))
-    if aggregation == "cls":
-        return _renormalise(flat, flat.chunk_start.astype(np.float64))
-    if aggregation == "last":
-        return _renormalise(flat, last_of_chunks(flat, keep))
-    if aggregation == "mask":
-        if not flat.template_mask.any():
-            raise ValueError("pool=mask needs a template with [MASK] tokens; text at index 0 has none")
-        return _renormalise(flat, flat.template_mask.astype(np.float64))
-    raise ValueError(f"aggregation {aggregation!r} is not a weighted sum")
-
-
 def pool_long_text(pipeline: PoolingPipeline, text: str, idf: np.ndarray | None, batch_size: int) -> np.ndarray:
     """(d,) float32: ``pipeline``'s stages 1–3 for one text, one batch of its chunks held at a time."""
     source = pipeline.source
@@ -93,11 +76,11 @@ def pool_long_text(pipeline: PoolingPipeline, text: str, idf: np.ndarray | None,
     starts = np.concatenate([[0], np.cumsum(lengths)])
     for sequence, start in zip(sequences, starts):
         template_mask[start + np.asarray(sequence.template_positions, dtype=np.int64)] = True
-    flat = FlatTokens._laid_flat([token_ids], chunk_ids, template_mask, special_token_ids(model))
+    flat = FlatTokens.laid_flat([token_ids], chunk_ids, template_mask, special_token_ids(model))
     selection = pipeline.selection
     keep = select_tokens(flat, selection.include_special, selection.excluded_vocab)
     maximum = pipeline.aggregation == "max"
-    weights = None if maximum else aggregation_weights(flat, keep, idf, pipeline.aggregation)
+    weights = None if maximum else aggregation_weights(flat, keep, token_weights(flat, keep, idf), pipeline.aggregation)
     layers = contextual.layers
     total: np.ndarray | None = None
     for sequence, states in run_sequences(model, sequences, batch_size, False, layers):
