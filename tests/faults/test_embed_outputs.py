@@ -1,7 +1,10 @@
 """``embed --out`` follows the README's rule: a path ending in ``.npy`` or ``.parquet`` (any case) is one
 file, any other path a folder of shards (``vectors.2024-06`` included), and a suffix naming another file
 format (``.npz``, ``.csv``) is refused rather than turned into a folder. An input that holds no texts
-(``/dev/null``, an empty file) is the same clear error for a file and for a folder, and writes nothing."""
+(``/dev/null``, an empty file) is the same clear error for a file and for a folder, and writes nothing.
+
+The runs that write vectors call the CLI's ``main`` in this process (its exit status is ``main``'s return
+value); the refusals run ``python -m embedlab`` as a user would, to see the one-line error on stderr."""
 
 from __future__ import annotations
 
@@ -12,8 +15,14 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from embedlab.cli.app import main
 from embedlab.cli.embed import InputError, output_kind
 from tests.faults.test_cli import assert_one_line_error, embedlab_cli, environment  # noqa: F401 - the fixture
+
+
+def embed(texts: Path, out: Path) -> int:
+    """``embedlab embed random:minilm --input TEXTS --out OUT --quiet`` in this process: its exit status."""
+    return main(["embed", "random:minilm", "--input", str(texts), "--out", str(out), "--quiet"])
 
 
 @pytest.fixture
@@ -23,25 +32,22 @@ def texts(tmp_path):
     return path
 
 
-def test_an_upper_case_npy_suffix_writes_one_npy_file(environment, tmp_path, texts):  # noqa: F811
+def test_an_upper_case_npy_suffix_writes_one_npy_file(tmp_path, texts):
     out = tmp_path / "V.NPY"
-    finished = embedlab_cli(environment, "embed", "random:minilm", "--input", texts, "--out", out)
-    assert finished.returncode == 0, finished.stderr
+    assert embed(texts, out) == 0
     vectors = np.load(out, allow_pickle=False)
     assert vectors.shape == (2, 384) and vectors.dtype == np.float32
 
 
-def test_an_upper_case_parquet_suffix_writes_one_parquet_file(environment, tmp_path, texts):  # noqa: F811
+def test_an_upper_case_parquet_suffix_writes_one_parquet_file(tmp_path, texts):
     out = tmp_path / "V.Parquet"
-    finished = embedlab_cli(environment, "embed", "random:minilm", "--input", texts, "--out", out)
-    assert finished.returncode == 0, finished.stderr
+    assert embed(texts, out) == 0
     assert pq.read_table(out).num_rows == 2
 
 
-def test_a_dotted_name_that_is_no_file_format_is_a_folder(environment, tmp_path, texts):  # noqa: F811
+def test_a_dotted_name_that_is_no_file_format_is_a_folder(tmp_path, texts):
     out = tmp_path / "vectors.2024-06"
-    finished = embedlab_cli(environment, "embed", "random:minilm", "--input", texts, "--out", out)
-    assert finished.returncode == 0, finished.stderr
+    assert embed(texts, out) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["complete"] is True
 
