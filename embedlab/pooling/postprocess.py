@@ -18,8 +18,6 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 from safetensors.numpy import save as safetensors_save
-from sklearn.decomposition import PCA
-from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
 from embedlab.errors import InputError
 from embedlab.runtime import atomic_write_bytes
@@ -84,6 +82,8 @@ class ZScore(PostProcessor):
     relative_tolerance = 1e-7
 
     def _fit(self, vectors):
+        from sklearn.preprocessing import StandardScaler  # scikit-learn (≈ 1 s to import) only where a step is fitted
+
         scaler = StandardScaler().fit(vectors)
         scale = np.where(scaler.scale_ <= self.relative_tolerance * scaler.scale_.max(), 1.0, scaler.scale_)
         return {"mean": scaler.mean_, "scale": scale}
@@ -100,7 +100,9 @@ class QuantileNormalization(PostProcessor):
         self.output_distribution = output_distribution
         self.name = "quantile-u" if output_distribution == "uniform" else "quantile-n"
 
-    def _estimator(self, n_quantiles: int) -> QuantileTransformer:
+    def _estimator(self, n_quantiles: int):
+        from sklearn.preprocessing import QuantileTransformer
+
         return QuantileTransformer(n_quantiles=n_quantiles, output_distribution=self.output_distribution, random_state=0)
 
     subsample = 10_000  # scikit-learn's default: larger inputs are fitted on a random subsample
@@ -164,6 +166,8 @@ class Whitening(PostProcessor):
         if not np.ptp(vectors, axis=0).any():
             raise ValueError(f"post-processing step 'whiten': the {vectors.shape[0]} vectors it is fitted on are all "
                              "equal (no spread), so no direction can be scaled to unit variance")
+        from sklearn.decomposition import PCA
+
         pca = PCA(whiten=False, svd_solver=solver).fit(vectors)
         keep = pca.explained_variance_ > pca.explained_variance_.max() * 1e-10
         return {
@@ -190,6 +194,8 @@ class AllButTheTop(PostProcessor):
     def _fit_with(self, vectors: np.ndarray, solver: str) -> dict[str, np.ndarray]:
         if self.directions >= min(vectors.shape):
             raise InputError(f"{self.name} needs more than {self.directions} vectors and dimensions, got {vectors.shape}")
+        from sklearn.decomposition import PCA
+
         pca = PCA(n_components=self.directions, svd_solver=solver).fit(vectors)
         return {"mean": pca.mean_, "components": pca.components_}
 

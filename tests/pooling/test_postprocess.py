@@ -120,3 +120,21 @@ def test_parse_chain():
 def test_unfitted_step_refuses_to_transform(vectors):
     with pytest.raises(RuntimeError, match="not fitted"):
         ZScore().transform(vectors)
+
+
+def test_a_process_that_encodes_without_fitting_a_step_never_imports_scikit_learn():
+    """scikit-learn (≈ 1 s of a start) is imported by the first step that is fitted, not by loading a method:
+    every CLI run, Ray actor and child process that only encodes would otherwise pay for it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import embedlab
+
+    code = ("import sys\nimport embedlab.registry, embedlab.methods.pooled, embedlab.engines.ray_engine\n"
+            "print('sklearn' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(embedlab.__file__).resolve().parent.parent)})
+    assert result.stdout.strip() == "False", result.stdout
+    assert ZScore().fit(np.eye(3, dtype=np.float32)).state["mean"].shape == (3,)  # and a fitted step still finds it
