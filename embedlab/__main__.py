@@ -1,6 +1,6 @@
 """``python -m embedlab`` runs the command line."""
 
-from embedlab.cli.app import main
+from embedlab.cli.app import run
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run())
