@@ -43,6 +43,14 @@ def pytest_runtest_protocol(item, nextitem):
         stream.write(line + "\n")
 
 
+def pytest_unconfigure(config):
+    """The run is over: spare each worker's interpreter a last garbage collection over every model and
+    library the tests loaded (as the embedlab program does, ``embedlab.cli.app.run``)."""
+    import gc
+
+    gc.freeze()
+
+
 def _cpu_seconds() -> float:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
