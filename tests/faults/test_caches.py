@@ -432,6 +432,7 @@ CONCURRENT = textwrap.dedent("""
     for key in range(20):
         runtime.ArrayStore("eval").save(f"shared-{key}", np.full(1000, key, dtype=np.float32))
     print("done", sum(state.num_tokens for state in states))
+    import gc; gc.freeze()  # exit without a last collection over torch and the model (as the embedlab program does)
 """)
 
 

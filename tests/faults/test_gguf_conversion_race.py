@@ -54,6 +54,7 @@ CHILD = textwrap.dedent("""
     safetensors.torch.save_file = save_at_the_barrier
     vectors = np.ascontiguousarray(embedlab.load(gguf).encode(texts), dtype=np.float32)
     print("result", hashlib.sha256(vectors.tobytes()).hexdigest(), flush=True)
+    import gc; gc.freeze()  # exit without a last collection over torch and the model (as the embedlab program does)
 """)
 
 
