@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from safetensors.numpy import load_file
@@ -21,6 +22,9 @@ from safetensors.numpy import save as safetensors_save
 
 from embedlab.errors import InputError
 from embedlab.runtime import atomic_write_bytes
+
+if TYPE_CHECKING:
+    from sklearn.preprocessing import QuantileTransformer
 
 STEP_NAMES = ("zscore", "quantile-u", "quantile-n", "whiten", "abtt-D", "normalize")
 _ABTT = re.compile(r"^abtt-([1-9][0-9]*)$")
@@ -100,7 +104,7 @@ class QuantileNormalization(PostProcessor):
         self.output_distribution = output_distribution
         self.name = "quantile-u" if output_distribution == "uniform" else "quantile-n"
 
-    def _estimator(self, n_quantiles: int):
+    def _estimator(self, n_quantiles: int) -> QuantileTransformer:
         from sklearn.preprocessing import QuantileTransformer
 
         return QuantileTransformer(n_quantiles=n_quantiles, output_distribution=self.output_distribution, random_state=0)
