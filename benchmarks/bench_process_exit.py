@@ -91,9 +91,13 @@ def main() -> None:
     plain, frozen = statistics.median(times["main"]), statistics.median(times["run"])
     print(f"CLI exit, median of {options.repeats}: main alone {plain:.2f} s, run (frozen) {frozen:.2f} s, {plain / frozen:.1f}x")
     if options.ray:
-        for variant in ("plain", "freeze", "plain", "freeze"):
-            output = subprocess.run([sys.executable, "-c", ACTOR, variant], capture_output=True, text=True,
-                                    env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}).stdout
+        with tempfile.TemporaryDirectory() as folder:
+            script = Path(folder) / "actors.py"  # a file, not -c: pgrep -f must not find the driver's own command line
+            script.write_text(ACTOR, encoding="utf-8")
+            ray_runs = [subprocess.run([sys.executable, str(script), variant], capture_output=True, text=True,
+                                       env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}).stdout
+                        for variant in ("plain", "freeze", "plain", "freeze")]
+        for variant, output in zip(("plain", "freeze", "plain", "freeze"), ray_runs):
             gone = next(line for line in output.splitlines() if line.startswith("gone after")).split()[2]
             print(f"Ray actors ({variant}) gone {float(gone):.1f} s after the run")
     print(f"load average {os.getloadavg()[0]:.2f} at the end")

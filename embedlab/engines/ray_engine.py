@@ -89,7 +89,7 @@ class _Encoder:
         self.corpus = Corpus(path, input_format) if path else None
         # The loaded model, torch and transformers are millions of objects that live as long as the actor.
         # Moved out of the collector's reach, they are not traversed by later collections nor by the
-        # interpreter's final one, which otherwise kept a finished actor (and its CPU) for 15-30 s.
+        # interpreter's final one, which on a loaded machine kept a finished actor (and its CPU) for up to 30 s.
         gc.freeze()
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
