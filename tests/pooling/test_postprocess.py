@@ -1,6 +1,13 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sklearn.preprocessing import QuantileTransformer
+
+import embedlab
 
 from embedlab.pooling.postprocess import (
     AllButTheTop,
@@ -125,13 +132,6 @@ def test_unfitted_step_refuses_to_transform(vectors):
 def test_a_process_that_encodes_without_fitting_a_step_never_imports_scikit_learn():
     """scikit-learn (≈ 1 s of a start) is imported by the first step that is fitted, not by loading a method:
     every CLI run, Ray actor and child process that only encodes would otherwise pay for it."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import embedlab
-
     code = ("import sys\nimport embedlab.registry, embedlab.methods.pooled, embedlab.engines.ray_engine\n"
             "print('sklearn' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
