@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from embedlab.models.fingerprints import gguf_sha256
 from embedlab.models.named import ModelNotFoundError
-from embedlab.runtime import MissingExtraError, cache_root, process_alive
+from embedlab.runtime import MissingExtraError, cache_root, cached, process_alive
 
 
 GGUF_FORMAT = "1"  # bump when the converted folder's layout changes: older conversions are then redone
@@ -38,18 +41,18 @@ def converted_gguf_folder(gguf: Path) -> Path:
 def check_gguf(gguf: Path, name: str) -> str:
     """The GGUF's architecture, after checking the file reads and ``transformers`` knows the architecture.
 
-    Reads the header and tensor table only (no weights are dequantised). A damaged or truncated file and
-    an architecture ``transformers`` cannot convert each get their own error naming the file.
+    Reads the header and tensor table only (no weights are dequantised), once per file version in a process
+    (the check at ``embedlab.load`` and the conversion's own). A damaged or truncated file and an
+    architecture ``transformers`` cannot convert each get their own error naming the file.
     """
     try:
-        import gguf as gguf_library
+        import gguf as gguf_library  # noqa: F401  (the extra's presence, before anything is read)
         from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
     except ImportError as error:
         raise MissingExtraError("llm", f"model {name!r} (GGUF file {gguf.name})") from error
+    status = gguf.stat()
     try:
-        reader = gguf_library.GGUFReader(str(gguf))
-        field = reader.fields["general.architecture"]
-        architecture = bytes(field.parts[field.data[0]]).decode("utf-8")
+        architecture = _architecture(str(gguf.resolve()), status.st_size, status.st_mtime_ns)
     except (ValueError, KeyError, IndexError, OSError) as error:
         raise ModelNotFoundError(
             f"model {name!r}: GGUF file {gguf} is damaged or truncated ({error}); "
@@ -60,6 +63,56 @@ def check_gguf(gguf: Path, name: str) -> str:
             f"(it reads: {', '.join(sorted(a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in ('general', 'tokenizer')))}); "
             "convert it to a Hugging Face folder (config.json + safetensors) and give that folder")
     return architecture
+
+
+@cached("models.gguf_architecture")
+def _architecture(path: str, size: int, mtime_ns: int) -> str:
+    """``general.architecture`` of the GGUF at ``path`` (``size`` and ``mtime_ns`` key the memo: a changed file
+    is read again). Raises what gguf's reader raises on a damaged file."""
+    import gguf as gguf_library
+
+    reader = gguf_library.GGUFReader(path)
+    field = reader.fields["general.architecture"]
+    return bytes(field.parts[field.data[0]]).decode("utf-8")
+
+
+@contextmanager
+def _parsed_once(gguf: Path, name: str) -> Iterator[None]:
+    """While converting, gguf parses each file once and builds each tensor-name map once.
+
+    ``transformers`` reads a GGUF's header three times for one load (the configuration, the tokenizer and the
+    weights each make their own ``GGUFReader``: ≈ 3 CPU s apiece for SmolLM2's 49,152-token vocabulary) and
+    builds gguf's tensor-name map once per module (395 times for SmolLM2: ≈ 7 CPU s), about half of a
+    conversion. The file does not change during one (it is hashed), and transformers only reads both objects,
+    so within this block they are shared. Both names are looked up on the ``gguf`` module at each call
+    (``from gguf import …`` inside transformers' functions), which is where they are replaced.
+    """
+    try:
+        import gguf as gguf_library
+    except ImportError as error:
+        raise MissingExtraError("llm", f"model {name!r} (GGUF file {gguf.name})") from error
+
+    original_reader, original_name_map = gguf_library.GGUFReader, gguf_library.get_tensor_name_map
+    made: dict[tuple, Any] = {}  # this block's readers and name maps, dropped with it
+
+    def shared_reader(path: os.PathLike[str] | str, mode: str = "r") -> Any:
+        key = ("reader", os.path.realpath(path), mode)
+        if key not in made:
+            made[key] = original_reader(path, mode)
+        return made[key]
+
+    def shared_name_map(*arguments: Any) -> Any:
+        key = ("name map", *arguments)
+        if key not in made:
+            made[key] = original_name_map(*arguments)
+        return made[key]
+
+    gguf_library.GGUFReader, gguf_library.get_tensor_name_map = shared_reader, shared_name_map
+    try:
+        yield
+    finally:
+        gguf_library.GGUFReader, gguf_library.get_tensor_name_map = original_reader, original_name_map
+        made.clear()
 
 
 def convert_gguf(gguf: Path, name: str) -> Path:
@@ -76,7 +129,6 @@ def convert_gguf(gguf: Path, name: str) -> Path:
             shutil.rmtree(abandoned, ignore_errors=True)
     if (target / ".complete").exists():
         return target
-    check_gguf(gguf, name)
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as transformers_logging
     from safetensors.torch import save_file
@@ -86,8 +138,10 @@ def convert_gguf(gguf: Path, name: str) -> Path:
     staging = target.with_name(f".{target.name}.{os.getpid()}.staging")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
-        model = AutoModel.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True, dtype=torch.float32)
+        with _parsed_once(gguf, name):
+            check_gguf(gguf, name)  # usually answered from the check at load; else the one parse of the file
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+            model = AutoModel.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True, dtype=torch.float32)
         staging.mkdir(parents=True)
         # save_pretrained refuses a model loaded from GGUF (it counts as quantised); the dequantised weights are
         # plain float32 tensors, so they are written as one safetensors file next to a config without the
