@@ -36,3 +36,21 @@ def test_splitting_a_corpus_on_several_processes_equals_one_process():
     assert split_sentences_of_texts(paragraphs, processes=1) == one_process
     assert split_sentences_of_texts(paragraphs, processes=2, parallel_min_chars=0) == one_process
     assert len(one_process) > len(paragraphs)  # paragraphs of several sentences: the order is checked
+
+
+def test_the_segmenter_gives_pysbds_own_segments():
+    """Our segmenter finds each sentence in the text without a regular expression per sentence; pysbd's own
+    Segmenter is the reference, on WikiText-2 paragraphs and on texts where the search could go wrong: a
+    sentence repeated or first seen inside an earlier one, Unicode and trailing whitespace, line breaks."""
+    import pysbd
+
+    from embedlab.data.sentences import _segmenter
+    from embedlab.data.wikitext import wikitext2_paragraphs
+
+    reference = pysbd.Segmenter(language="en", clean=False, char_span=False)
+    texts = [*wikitext2_paragraphs("valid")[:150],
+             "It rained. It rained. It rained.", "Go. Go now. Go.", "He said no.\u00a0\u2003 She said yes.\u3000",
+             "Yes.  Yes.\n\nYes?  ", "Mr. Brown met Dr. Green at 10 a.m. on Jan. 5. They talked.\tThen they left. ",
+             "no end at all", "Wait... what?! Really?!? OK."]
+    for text in texts:
+        assert _segmenter().segment(text) == reference.segment(text), text
