@@ -143,7 +143,8 @@ def test_eval_engine_ray_gives_the_local_scores(local_ray, tmp_path, sts_test_ro
     assert main(arguments) == 0
     local = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     separate_caches("ray-cache")  # also an empty evaluation cache: the Ray run encodes for itself
-    assert main([*arguments, "--engine", "ray", "--workers", "2"]) == 0
+    # one actor: two actors' rows gathered in order are asserted through RayEncodedMethod just above
+    assert main([*arguments, "--engine", "ray", "--workers", "1"]) == 0
     on_ray = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [record["metric"] for record in on_ray] == [record["metric"] for record in local] and "spearman" in {r["metric"] for r in local}
     for ours, theirs in zip(on_ray, local):
