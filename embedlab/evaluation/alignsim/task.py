@@ -290,6 +290,16 @@ def stored_margins(spec: str, fingerprint: str, dataset: str, settings: dict) ->
     return found
 
 
+def _missing_margin_notes(scored: set[tuple[str, str]], margins: dict[tuple[str, str, str], np.ndarray]) -> list[str]:
+    """A note for each scored (dataset, subset) whose ε-histogram cannot be drawn: its margins live in a
+    recomputable cache folder, and another process under a smaller cache budget may have evicted them since
+    the run (its records, in the results database, remain)."""
+    missing = sorted((dataset, subset) for dataset, subset in scored
+                     if subset in MARGIN_SUBSETS and (dataset, subset, "sim") not in margins)
+    return [f"{dataset} {subset}: no ε-histogram, its per-item margins are no longer in the cache (evicted under "
+            "the cache budget, EMBEDLAB_CACHE_MAX); --force recomputes them" for dataset, subset in missing]
+
+
 @dataclass
 class MethodResult:
     """What one method scored on ALIGN-SIM: records, per-item margins for the histograms, notes."""
@@ -313,6 +323,7 @@ class MethodResult:
         for r in mine:
             if r.metric == "skipped" and (r.dataset, r.subset) not in scored:
                 result.notes.append(f"{r.dataset} {r.subset}: no items (all {int(r.value)} sentences skipped)")
+        result.notes += _missing_margin_notes(scored, result.margins)
         return result
 
     def save(self, folder: Path) -> Path:

@@ -106,6 +106,24 @@ def test_pairwise_method_uses_its_own_similarity_and_skips_ned(sets, tmp_path, m
     assert result.value("mrpc", "c1", "sim_pos_mean") == pytest.approx(expected, abs=1e-6)
 
 
+def test_margins_evicted_from_the_cache_are_named_in_a_note_not_silently_dropped(tmp_path, monkeypatch):
+    from embedlab import runtime
+
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
+    method = JaccardPairwise()
+    setup = AlignSimSetup(criteria=(1, 3), datasets=("qqp", "mrpc"), sampling=CONFIG)
+    tasks = setup.tasks()
+    records = evaluate([method], tasks, log=lambda message: None).records
+    assert not [note for note in MethodResult.collect(method, records, tasks).notes if "no ε-histogram" in note]
+    stored = sorted(runtime.cache_dir("alignsim-margins").glob("*.safetensors"))
+    assert len(stored) == 4  # c1 and c3 on two datasets (similarity only: NED is skipped for a pairwise method)
+    for path in stored:
+        path.unlink()  # what an eviction under a small cache budget does
+    result = MethodResult.collect(method, records, tasks)
+    assert not result.margins
+    assert sorted(note.split(":")[0] for note in result.notes if "no ε-histogram" in note) == ["mrpc c1", "mrpc c3", "qqp c1", "qqp c3"]
+
+
 def test_adjusted_criteria_score_random_pairs_of_all_three_datasets():
     setup = AlignSimSetup(criteria=(4,), datasets=("afin",), sampling=CONFIG)
     assert setup.scored_datasets() == ["afin", "qqp", "paws", "mrpc"]
