@@ -94,7 +94,9 @@ class TokenStates:
             offset += array.nbytes
         encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
         encoded += b" " * (-len(encoded) % 8)  # pad as safetensors does, so the data starts 8-byte aligned
-        return [len(encoded).to_bytes(8, "little"), encoded, *(memoryview(array).cast("B") for array in arrays.values())]
+        # flat uint8 views: memoryview cannot cast an array with a zero in its shape (a text with no token,
+        # e.g. an empty one on a decoder that adds no BOS), and reshape(-1) of a contiguous array copies nothing
+        return [len(encoded).to_bytes(8, "little"), encoded, *(memoryview(array.reshape(-1).view(np.uint8)) for array in arrays.values())]
 
     @classmethod
     def from_bytes(cls, payload: bytes, key: str | None = None) -> TokenStates:

@@ -64,3 +64,23 @@ def test_echo_marks_the_second_copy(decoder, isolated_cache):
 def test_mask_templates_are_refused_without_a_mask_token(decoder):
     with pytest.raises(ValueError, match="needs a model with a mask token.*prompteol"):
         TokenStateStore(decoder, use_disk_cache=False).compute(["A dog runs."], template=get_template("T0"))
+
+
+def test_an_empty_text_is_cached_and_then_refused_by_index_where_the_model_adds_no_token(decoder, isolated_cache):
+    """GPT-2 adds no BOS, so an empty text has no token at all (SentEval's CR keeps four empty lines): its
+    empty states are cached like any other entry, and pooling names the text instead of averaging nothing.
+    The Llama-style decoder puts its BOS before every text, so the same text has one token and is pooled."""
+    import embedlab
+    from embedlab.errors import InputError
+
+    texts = ["A dog runs.", ""]
+    adds_nothing = decoder.model.config.model_type == "gpt2"
+    states = TokenStateStore(decoder).compute(texts)
+    assert states[1].token_ids.size == (0 if adds_nothing else 1)
+    assert TokenStateStore(decoder).compute(texts)[1].token_ids.size == states[1].token_ids.size  # read back from disk
+    method = embedlab.load(f"{decoder.name}:pool=mean")
+    if adds_nothing:
+        with pytest.raises(InputError, match="text at index 1 has no tokens"):
+            method.encode(texts)
+    else:
+        assert np.isfinite(method.encode(texts)).all()
