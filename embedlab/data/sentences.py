@@ -39,7 +39,7 @@ def _segmenter() -> pysbd.Segmenter:
 
 
 def _spans_of_sentences(segmenter: pysbd.Segmenter, sentences: list[str]) -> list:
-    """pysbd's ``Segmenter.sentences_with_char_spans``, the same spans without a regular expression per sentence.
+    r"""pysbd's ``Segmenter.sentences_with_char_spans``, the same spans without a regular expression per sentence.
 
     pysbd finds each sentence in the original text with ``re.finditer(re.escape(sentence) + r"\s*", text)``:
     a pattern compiled for one use per sentence, a third of its time on WikiText-2 (and it pushes pysbd's

@@ -19,6 +19,7 @@ from embedlab.neural.candidates import (
     residual_logit,
     top_ids,
 )
+from embedlab.neural.device import chunking_for
 from embedlab.neural.frozen import FrozenFeatures
 from embedlab.neural.top import BatchedTop, DenseAt
 
@@ -120,7 +121,7 @@ class GroupCandidates:
         device = frozen.owner.device
         positions_of = torch.split(torch.arange(len(frozen.owner), device=device), torch.bincount(frozen.owner, minlength=top.texts).tolist())  # texts are contiguous
         sets, targets = candidate_sets(tops, frozen.labels, frozen.owner, top.texts)
-        groups = chunk_texts([len(positions) for positions in positions_of], [len(ids) for ids in sets], top.decoder_weight.shape[1])
+        groups = chunk_texts([len(positions) for positions in positions_of], [len(ids) for ids in sets], top.decoder_weight.shape[1], *chunking_for(device))
         self.chunks = [self._chunk(texts, sets, targets, positions_of, top, weights, z0, normalisers, means) for texts in groups]
 
     @staticmethod

@@ -28,13 +28,23 @@ DEVICES_HELP = "auto (CUDA where present, else CPU), cpu, cuda or cuda:N"
 # Masked positions per batched group on the CPU without a budget (measured default; results unchanged).
 CPU_GROUP_POSITIONS = 4096
 # Upper bound on CUDA: a group's one-hot row selection costs positions × texts × hidden per tuned vector,
-# which grows with the square of the group, so groups larger than this gain nothing from more memory.
-CUDA_GROUP_POSITIONS = 16384
+# which grows with the square of the group, so groups larger than this gain nothing from more memory
+# (2,000 STS-B texts on an H200: 32,768 positions 3 % faster than 16,384 exact, 16 % with candidate sets).
+CUDA_GROUP_POSITIONS = 32768
 # Fraction of the free device memory one group may plan for (the rest: the allocator's slack, other work).
 FREE_MEMORY_FRACTION = 0.5
 # Positions per logits slice: the CPU's measured best (see micro_tune_batched); larger GEMMs on CUDA.
 CPU_POSITION_BUDGET = 256
 CUDA_POSITION_BUDGET = 2048
+# Candidate epochs' chunks (padding slack, gathered output-embedding values; candidate_epochs.chunk_texts):
+# the CPU's measured choice; on CUDA fewer, larger chunks, since a kernel launch there costs more than the
+# padded work it saves (a group of 190 STS-B texts: 8 chunks on the CPU, 3 on CUDA at 1.43x padded work).
+CPU_CHUNKING = (1.25, 1 << 24)
+CUDA_CHUNKING = (1.5, 1 << 26)
+# Tokens per frozen forward (texts of one row shape together; neural/frozen.py): the CPU's measured best;
+# on CUDA as many as a group holds (a forward's launches, not its size, cost the time there).
+CPU_FORWARD_TOKENS = 1024
+CUDA_FORWARD_TOKENS = 1 << 16
 
 
 def check_device(value: str) -> str:
@@ -121,6 +131,16 @@ def group_positions_for(budget: int | None, device: torch.device, hidden: int, v
 
 def position_budget_for(device: torch.device) -> int:
     return CUDA_POSITION_BUDGET if device.type == "cuda" else CPU_POSITION_BUDGET
+
+
+def forward_tokens_for(device: torch.device) -> int:
+    """Tokens per frozen forward on ``device`` (texts whose rows share a shape run together)."""
+    return CUDA_FORWARD_TOKENS if device.type == "cuda" else CPU_FORWARD_TOKENS
+
+
+def chunking_for(device: torch.device) -> tuple[float, int]:
+    """(padding slack, values per chunk) of the candidate epochs' chunks on ``device``."""
+    return CUDA_CHUNKING if device.type == "cuda" else CPU_CHUNKING
 
 
 def is_out_of_memory(error: BaseException) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import torch
 
 from embedlab.errors import InputError
-from embedlab.neural.device import model_device
+from embedlab.neural.device import forward_tokens_for, model_device
 from embedlab.neural.head import IGNORE_LABEL, MaskedLM
 from embedlab.neural.inputs import TextInputs, padded_inputs
 
@@ -29,7 +29,7 @@ class FrozenFeatures:
     multiplicity: torch.Tensor | None = None  # (positions,) loss weight of each position (causal LMs: rows selecting it); None = 1
 
 
-def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bool, need_plain: bool, token_budget: int = 1024) -> FrozenFeatures:
+def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bool, need_plain: bool, token_budget: int | None = None) -> FrozenFeatures:
     """Run the frozen model over the texts' rows and keep the masked positions, in text order.
 
     In block mode the input of the last block's output LayerNorm is captured (dense(FFN) + bias +
@@ -38,15 +38,19 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
 
     Texts whose rows have the same length and the same kind of attention mask (padded rows or none:
     transformers drops an all-ones mask, a different attention kernel path) share a forward of up to
-    ``token_budget`` tokens, so no row gains padding and each sees exactly what it would alone; only
-    the matrix products grow (about 1,000 tokens measured 10–20 % faster per text than one text's
-    ~100–250, and larger ones no faster). A row's outputs then equal those of a forward of its text
-    alone (measured bit for bit on the 200 benchmark texts), so a text's features never depend on its
-    neighbours.
+    ``token_budget`` tokens (by default the device's, :func:`~embedlab.neural.device.forward_tokens_for`),
+    so no row gains padding and each sees exactly what it would alone; only the matrix products grow
+    (on the CPU about 1,000 tokens measured 10–20 % faster per text than one text's ~100–250, and larger
+    ones no faster). A row's outputs then equal those of a forward of its text alone (measured bit for
+    bit on the 200 benchmark texts), so a text's features never depend on its neighbours.
+
+    The group's inputs and masked-position indices go to the device in one copy each (a copy from host
+    memory waits for the device's queue, so one per text would stall a GPU once per text).
     """
     model = masked_lm.model
     layout = masked_lm.layout
     device = model_device(model)
+    token_budget = token_budget if token_budget is not None else forward_tokens_for(device)
     captured: list[torch.Tensor] = []
     hook = None
     if block_mode or need_plain:
@@ -62,24 +66,19 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
 
     states: list[torch.Tensor] = [torch.empty(0)] * len(group)
     plain, plain_masks = [], []
+    batches = same_shape_batches(group, token_budget)
+    staged = _StagedBatches(group, batches, device)
     try:
         with torch.inference_mode():
-            for batch in same_shape_batches(group, token_budget):
+            for batch, (ids, attention, masked) in zip(batches, staged):
                 captured.clear()
-                ids = torch.cat([group[index].input_ids for index in batch]).to(device)
-                attention = torch.cat([group[index].attention_mask for index in batch]).to(device)
                 hidden = forward(ids, attention)
                 rows = captured[-1] if block_mode else hidden
-                for index, text_rows in zip(batch, rows.split([len(group[index].input_ids) for index in batch])):
-                    states[index] = text_rows[(group[index].labels != IGNORE_LABEL).to(device)].clone()
+                selected = rows.reshape(-1, rows.shape[-1]).index_select(0, masked)  # the batch's masked positions, text by text
+                for index, text_states in zip(batch, selected.split([group[index].masked_positions for index in batch])):
+                    states[index] = text_states
             if need_plain:
-                for inputs in group:
-                    captured.clear()
-                    ids, attention = padded_inputs(inputs.chunks, masked_lm.tokenizer)
-                    ids, attention = ids.to(device), attention.to(device)
-                    forward(ids, attention)
-                    plain.append(captured[-1].clone())
-                    plain_masks.append(attention.bool())
+                plain, plain_masks = _plain_features(masked_lm, group, forward, captured)
     finally:
         if hook is not None:
             hook.remove()
@@ -87,20 +86,61 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
     return FrozenFeatures(torch.cat(states), labels, owners, plain, plain_masks, multiplicity)
 
 
+def _plain_features(masked_lm: MaskedLM, group: list[TextInputs], forward, captured: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Per text: the last block's pre-LayerNorm sums over its unmasked chunks, and their attention masks
+    (the hidden-layer variants' inputs, Appendix G)."""
+    device = model_device(masked_lm.model)
+    plain, plain_masks = [], []
+    for inputs in group:
+        captured.clear()
+        ids, attention = padded_inputs(inputs.chunks, masked_lm.tokenizer)
+        ids, attention = ids.to(device), attention.to(device)
+        forward(ids, attention)
+        plain.append(captured[-1].clone())
+        plain_masks.append(attention.bool())
+    return plain, plain_masks
+
+
+class _StagedBatches:
+    """The frozen forwards' inputs of a group on the device: (input ids, attention mask, flat indices of the
+    masked positions) per batch of :func:`same_shape_batches`, copied to the device in one transfer each."""
+
+    def __init__(self, group: list[TextInputs], batches: list[list[int]], device: torch.device) -> None:
+        self.shapes = [(sum(len(group[index].input_ids) for index in batch), group[batch[0]].input_ids.shape[1]) for batch in batches]
+        members = [group[index] for batch in batches for index in batch]
+        self.ids = torch.cat([inputs.input_ids.reshape(-1) for inputs in members]).to(device)
+        self.attention = torch.cat([inputs.attention_mask.reshape(-1) for inputs in members]).to(device)
+        masked = [torch.cat([(group[index].labels != IGNORE_LABEL).reshape(-1) for index in batch]).nonzero().squeeze(1) for batch in batches]
+        self.masked_counts = [len(indices) for indices in masked]
+        self.masked = torch.cat(masked).to(device)
+
+    def __iter__(self):
+        token_start = position_start = 0
+        for (rows, length), count in zip(self.shapes, self.masked_counts):
+            tokens = slice(token_start, token_start + rows * length)
+            yield self.ids[tokens].view(rows, length), self.attention[tokens].view(rows, length), self.masked[position_start : position_start + count]
+            token_start += rows * length
+            position_start += count
+
+
 def position_targets(group: list[TextInputs], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """The group's masked positions in text order: their labels, owning texts and loss weights (None = 1 each).
 
-    Everything the epochs read is created on the model's device: no host round trip inside the epoch loop.
+    Everything the epochs read is created on the model's device (one copy per tensor): no host round trip
+    inside the epoch loop.
     """
-    labels = [inputs.labels[inputs.labels != IGNORE_LABEL].to(device) for inputs in group]
-    owners = [torch.full((len(text_labels),), index, dtype=torch.long, device=device) for index, text_labels in enumerate(labels)]
+    masks = [inputs.labels != IGNORE_LABEL for inputs in group]
+    labels = [inputs.labels[mask] for inputs, mask in zip(group, masks)]
+    # built on the host (device named: the caller's default device may be another) and copied once
+    counts = torch.tensor([len(text_labels) for text_labels in labels], dtype=torch.long, device="cpu")
+    owners = torch.repeat_interleave(torch.arange(len(group), device="cpu"), counts)
     multiplicity = None
     if any(inputs.label_weights is not None for inputs in group):
         multiplicity = torch.cat([
-            inputs.label_weights[inputs.labels != IGNORE_LABEL].to(device) if inputs.label_weights is not None else torch.ones(len(text_labels), device=device)
-            for inputs, text_labels in zip(group, labels)
-        ])
-    return torch.cat(labels), torch.cat(owners), multiplicity
+            inputs.label_weights[mask] if inputs.label_weights is not None else torch.ones(len(text_labels), device="cpu")
+            for inputs, mask, text_labels in zip(group, masks, labels)
+        ]).to(device)
+    return torch.cat(labels).to(device), owners.to(device), multiplicity
 
 
 def same_shape_batches(group: list[TextInputs], token_budget: int) -> list[list[int]]:

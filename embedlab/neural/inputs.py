@@ -114,9 +114,8 @@ def text_inputs(text: str, tokenizer, max_length: int, blueprints: Sequence[tupl
     if not rows:
         raise InputError(f"{where}: no masking blueprint masks any token of this text")
     input_ids, attention = padded_inputs([inputs for inputs, _ in rows], tokenizer)
-    labels = torch.full_like(input_ids, IGNORE_LABEL)
-    for index, (_, row_labels) in enumerate(rows):
-        labels[index, 1 : len(row_labels) + 1] = torch.tensor(row_labels)
+    length = input_ids.shape[1]  # labels sit under the text tokens: none at [CLS], [SEP] or padding
+    labels = torch.tensor([[IGNORE_LABEL, *row_labels] + [IGNORE_LABEL] * (length - 1 - len(row_labels)) for _, row_labels in rows], dtype=torch.long)
     return TextInputs(input_ids, attention, labels, chunks)
 
 
@@ -126,12 +125,12 @@ def padded_inputs(sequences: Sequence[Sequence[int]], tokenizer) -> tuple[torch.
     Used for the masked rows and, with a text's unmasked chunks, for the inputs of the hidden-layer
     variants (Appendix G).
     """
+    # the rows are built as lists and converted once: a tensor per row (and the tokenizer's special-token
+    # attributes read per row) cost more than the micro-tuning of a short text on a GPU
     length = max(len(ids) for ids in sequences) + 2
-    input_ids = torch.full((len(sequences), length), tokenizer.pad_token_id, dtype=torch.long)
-    attention = torch.zeros((len(sequences), length), dtype=torch.long)
-    for index, ids in enumerate(sequences):
-        input_ids[index, : len(ids) + 2] = torch.tensor([tokenizer.cls_token_id, *ids, tokenizer.sep_token_id])
-        attention[index, : len(ids) + 2] = 1
+    cls, sep, pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
+    input_ids = torch.tensor([[cls, *ids, sep] + [pad] * (length - 2 - len(ids)) for ids in sequences], dtype=torch.long)
+    attention = torch.tensor([[1] * (len(ids) + 2) + [0] * (length - 2 - len(ids)) for ids in sequences], dtype=torch.long)
     return input_ids, attention
 
 

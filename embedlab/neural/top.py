@@ -65,7 +65,8 @@ class BatchedTop(torch.nn.Module):
         """The one-hot matrix of ``owner``, reused while the same slice of positions is being processed."""
         if self._one_hot_of is not None and self._one_hot_of[0] is owner:
             return self._one_hot_of[1]
-        matrix = torch.nn.functional.one_hot(owner, num_classes=self.texts).to(torch.float32)
+        # a comparison, not F.one_hot: that one checks its values on the host, a device sync per call on a GPU
+        matrix = (owner.unsqueeze(-1) == torch.arange(self.texts, device=owner.device)).to(torch.float32)
         self._one_hot_of = (owner, matrix)
         return matrix
 

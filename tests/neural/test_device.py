@@ -196,21 +196,36 @@ def test_micro_tuning_runs_without_tf32_and_restores_the_setting(masked_minilm, 
         torch.set_float32_matmul_precision(before)
 
 
+def _without_sync(function):
+    """``function`` run with CUDA's sync debug mode at "error": any host round trip inside it raises."""
+    def wrapped(*args, **kwargs):
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            return function(*args, **kwargs)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+
+    return wrapped
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("softmax", ["exact", "candidates"])
 def test_cuda_agrees_with_cpu_and_never_syncs_in_the_epochs(masked_minilm, sentences, monkeypatch, softmax) -> None:
     options = NeuralOptions(HEAD, epochs=3, softmax=softmax)
     on_cpu = embed_texts(masked_minilm, sentences, options)
     on_cuda_lm = masked_lm_on(masked_minilm, torch.device("cuda"))
-    step = batched.BatchedAdamW.step
-
-    def step_without_sync(self, grads):
-        torch.cuda.set_sync_debug_mode("error")
-        try:
-            return step(self, grads)
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-
-    monkeypatch.setattr(batched.BatchedAdamW, "step", step_without_sync)
+    # AdamW's steps and every epoch's gradients (exact, and the candidate epochs after epoch 1 built the sets)
+    for owner, name in ((batched.BatchedAdamW, "step"), (batched, "_exact_gradients"), (batched.GroupCandidates, "gradients")):
+        monkeypatch.setattr(owner, name, _without_sync(getattr(owner, name)))
     on_cuda = embed_texts(on_cuda_lm, sentences, options)
     assert (cosine(on_cpu, on_cuda) >= 0.9999).all()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("softmax", ["exact", "candidates"])
+def test_cuda_text_alone_equals_the_text_in_a_batch(masked_minilm, sentences, softmax) -> None:
+    on_cuda_lm = masked_lm_on(masked_minilm, torch.device("cuda"))
+    options = NeuralOptions(HEAD, epochs=3, softmax=softmax)
+    together = embed_texts(on_cuda_lm, sentences, options)
+    alone = np.concatenate([embed_texts(on_cuda_lm, [sentence], options) for sentence in sentences])
+    assert (cosine(alone, together) >= 0.99999).all()
