@@ -128,7 +128,7 @@ def compare_candidates(masked_lm, texts: list[str], options: NeuralOptions, coun
     print(f"batched exact: {figures['exact_s_per_text']:.4f} s/text, {figures['exact_gflop']:.0f} GFLOP, {figures['exact_gflops_per_s']:.1f} GFLOP/s")
     for count in counts:
         vectors = np.concatenate(candidate_parts[count])
-        cosines = (exact * vectors).sum(axis=1) / np.linalg.norm(exact, axis=1) / np.linalg.norm(vectors, axis=1)
+        cosines = cosine_rows(exact, vectors)
         row = {
             "s_per_text": candidate_seconds[count] / len(texts),
             "speedup": exact_seconds / candidate_seconds[count],
@@ -152,8 +152,10 @@ def _synchronize(device: torch.device) -> None:
 
 
 def matmul_gflops(repeats: int = 5, device: torch.device | str = "cpu") -> float:
-    """Plain float32 matmul speed at the decoder's shape: (2048 x 384) @ (384 x 30522), TF32 off."""
+    """Plain float32 matmul speed at the decoder's shape: (2048 x 384) @ (384 x 30522), TF32 off (on a GPU
+    ten times the repeats, as one product there takes about a millisecond)."""
     device = torch.device(device)
+    repeats *= 10 if device.type == "cuda" else 1
     left = torch.randn(2048, 384, device=device)
     right = torch.randn(384, 30522, device=device)
     with full_float32():
@@ -167,36 +169,69 @@ def matmul_gflops(repeats: int = 5, device: torch.device | str = "cpu") -> float
     return 2 * 2048 * 384 * 30522 / seconds / 1e9
 
 
-def compare_device(masked_lm, texts: list[str], options: NeuralOptions, device: torch.device, count: int) -> dict:
-    """Batched exact and candidate-set (K = ``count``) paths on ``device`` beside the CPU batched path, same texts."""
+def analytic_work(masked_lm, texts: list[str], options: NeuralOptions, count: int) -> tuple[float, float, float]:
+    """``candidate_work`` for one K, counted with every CPU thread (it runs the untuned head over every text)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or threads)
+    try:
+        exact, candidates, sizes = candidate_work(masked_lm, texts, options, [count])
+    finally:
+        torch.set_num_threads(threads)
+    return exact, candidates[count], sizes[count]
+
+
+def batch_independence(on_device, texts: list[str], options: NeuralOptions, in_batch: np.ndarray) -> float:
+    """Least cosine between each text's vector embedded alone on the device and in the whole batch."""
+    alone = np.concatenate([embed_texts(on_device, [text], options, path="batched") for text in texts])
+    return float(cosine_rows(alone, in_batch).min())
+
+
+def cosine_rows(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    return (left * right).sum(axis=1) / np.linalg.norm(left, axis=1) / np.linalg.norm(right, axis=1)
+
+
+def compare_device(masked_lm, texts: list[str], options: NeuralOptions, device: torch.device, count: int,
+                   cpu_texts: int | None = None, alone: int = 8) -> dict:
+    """Batched exact and candidate-set (K = ``count``) paths on ``device`` over ``texts`` beside the CPU batched
+    path on the first ``cpu_texts`` of them (all by default: on a fast device the CPU is what takes the time),
+    texts per second each; cosines device vs CPU on the shared texts; and the first ``alone`` texts embedded
+    one at a time on the device against their vectors from the whole batch (batch independence)."""
     on_device = masked_lm_on(masked_lm, device)
+    alone = min(alone, len(texts))
     candidates = replace(options, softmax="candidates", candidates=count)
     embed_texts(on_device, texts[:2], replace(options, epochs=1))  # warm-up: kernels, allocator, memory budget query
-    exact_flops, candidate_flops, sizes = candidate_work(masked_lm, texts, options, [count])
-    figures: dict = {"texts": len(texts), "device": str(device), "candidates": count, "mean_candidates": sizes[count]}
+    exact_flops, candidate_flops, mean_candidates = analytic_work(masked_lm, texts, options, count)
+    cpu_count = len(texts) if cpu_texts is None else min(cpu_texts, len(texts))
+    cpu_flops = analytic_work(masked_lm, texts[:cpu_count], options, count)[:2] if cpu_count < len(texts) else (exact_flops, candidate_flops)
+    figures: dict = {"texts": len(texts), "cpu_texts": cpu_count, "device": str(device), "candidates": count,
+                     "mean_candidates": mean_candidates, "torch": torch.__version__}
     matmul = matmul_gflops(device=device)
     figures["matmul_gflops_per_s"] = matmul
     runs = {}
-    for name, run_options, flops in (("exact", options, exact_flops), ("candidates", candidates, candidate_flops[count])):
-        for where, lm, label in (("device", on_device, str(device)), ("cpu", masked_lm, "CPU path")):
+    for name, run_options, flops, flops_cpu in (("exact", options, exact_flops, cpu_flops[0]),
+                                               ("candidates", candidates, candidate_flops, cpu_flops[1])):
+        for where, lm, label, piece, work_done in (("device", on_device, str(device), texts, flops),
+                                                   ("cpu", masked_lm, "CPU path", texts[:cpu_count], flops_cpu)):
             started = time.perf_counter()
-            vectors = embed_texts(lm, texts, run_options, path="batched")
+            vectors = embed_texts(lm, piece, run_options, path="batched")
             seconds = time.perf_counter() - started
             runs[name, where] = vectors
-            row = {"s": seconds, "texts_per_s": len(texts) / seconds, "gflops_per_s": flops / seconds / 1e9}
+            row = {"texts": len(piece), "s": seconds, "texts_per_s": len(piece) / seconds, "gflops_per_s": work_done / seconds / 1e9}
             figures[f"{name}_{where}"] = row
-            print(f"  {name:10s} on {label:8s}: {row['texts_per_s']:8.2f} texts/s ({seconds:.1f} s), {row['gflops_per_s']:.1f} GFLOP/s, "
-                  f"load average {os.getloadavg()[0]:.1f}", flush=True)
+            print(f"  {name:10s} on {label:8s}: {row['texts_per_s']:8.2f} texts/s ({len(piece)} texts, {seconds:.1f} s), "
+                  f"{row['gflops_per_s']:.1f} GFLOP/s, load average {os.getloadavg()[0]:.1f}", flush=True)
         device_vectors, cpu_vectors = runs[name, "device"], runs[name, "cpu"]
-        cosines = (device_vectors * cpu_vectors).sum(axis=1) / np.linalg.norm(device_vectors, axis=1) / np.linalg.norm(cpu_vectors, axis=1)
+        cosines = cosine_rows(device_vectors[:cpu_count], cpu_vectors)
         device_row, cpu_row = figures[f"{name}_device"], figures[f"{name}_cpu"]
         figures[name] = {"speedup_vs_cpu": device_row["texts_per_s"] / cpu_row["texts_per_s"], "fraction_of_matmul": device_row["gflops_per_s"] / matmul,
-                         "cosine_device_cpu_min": float(cosines.min()), "cosine_device_cpu_mean": float(cosines.mean())}
+                         "cosine_device_cpu_min": float(cosines.min()), "cosine_device_cpu_mean": float(cosines.mean()),
+                         "cosine_alone_vs_batch_min": batch_independence(on_device, texts[:alone], run_options, device_vectors[:alone])}
         print(f"{name}: {device_row['texts_per_s']:.2f} texts/s on {device} vs {cpu_row['texts_per_s']:.2f} on the CPU "
               f"({figures[name]['speedup_vs_cpu']:.2f}x); {device_row['gflops_per_s']:.1f} GFLOP/s = {100 * figures[name]['fraction_of_matmul']:.1f} % "
-              f"of the plain matmul's {matmul:.1f} on {device}; cosine {device} vs CPU min {figures[name]['cosine_device_cpu_min']:.7f}")
-    cosines = (runs["exact", "cpu"] * runs["candidates", "cpu"]).sum(axis=1)
-    figures["cosine_candidates_exact_cpu_min"] = float((cosines / np.linalg.norm(runs["exact", "cpu"], axis=1) / np.linalg.norm(runs["candidates", "cpu"], axis=1)).min())
+              f"of the plain matmul's {matmul:.1f} on {device}; cosine {device} vs CPU min {figures[name]['cosine_device_cpu_min']:.7f} "
+              f"({cpu_count} texts); alone vs in the batch on {device} min {figures[name]['cosine_alone_vs_batch_min']:.7f} ({alone} texts)", flush=True)
+    figures["cosine_candidates_exact_cpu_min"] = float(cosine_rows(runs["exact", "cpu"], runs["candidates", "cpu"]).min())
+    figures["cosine_candidates_exact_device_min"] = float(cosine_rows(runs["exact", "device"], runs["candidates", "device"]).min())
     figures["cpu_matmul_gflops_per_s"] = matmul_gflops()
     return figures
 
@@ -216,6 +251,7 @@ def main() -> None:
                              "device: batched paths on --device vs on the CPU (the default when --device is given, else reference)")
     parser.add_argument("--device", default=None, help="--compare device: cuda, cuda:N or cpu (auto: CUDA where present)")
     parser.add_argument("--candidates", default="256", help="--compare candidates: comma-separated K values")
+    parser.add_argument("--cpu-texts", type=int, default=None, help="--compare device: time the CPU path on the first N texts only")
     args = parser.parse_args()
     args.compare = args.compare or ("device" if args.device else "reference")
     torch.set_num_threads(args.threads)
@@ -230,7 +266,7 @@ def main() -> None:
         device = resolve_device(args.device or "auto")
         name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
         print(f"device {device} ({name}); CPU path on {torch.get_num_threads()} threads; candidate-set K={args.candidates}")
-        figures = compare_device(masked_lm, texts, options, device, int(args.candidates))
+        figures = compare_device(masked_lm, texts, options, device, int(args.candidates), args.cpu_texts)
         figures.update(load_average_after=os.getloadavg(), threads=torch.get_num_threads(), params=args.params, device_name=name)
         print(f"plain matmul on the CPU: {figures['cpu_matmul_gflops_per_s']:.1f} GFLOP/s; load average after {figures['load_average_after']}")
         if args.json:
