@@ -20,6 +20,17 @@ BINARY_FILES = {
 }
 
 
+# What SentEval's reference batchers (examples/bow.py, infersent.py, …) hand an encoder for an empty
+# sentence: ``batch = [sent if sent != [] else ['.'] for sent in batch]``. CR and MPQA keep 4 and 3 empty
+# lines; a decoder without a BOS token has no token to embed for them, an encoder only [CLS]/[SEP].
+EMPTY_SENTENCE = "."
+
+
+def batcher_texts(texts: list[str]) -> list[str]:
+    """``texts`` as SentEval's batchers pass them on: an empty (or all-space) sentence becomes ``"."``."""
+    return [text if text.strip() else EMPTY_SENTENCE for text in texts]
+
+
 def senteval_binary(name: str) -> LabelledTexts:
     """MR, CR, SUBJ or MPQA: one sentence per line, one file per class (class 0 first, as SentEval)."""
     name = name.lower()
@@ -29,7 +40,7 @@ def senteval_binary(name: str) -> LabelledTexts:
     texts, labels = [], []
     for label, file in enumerate((negative, positive)):
         lines = file_lines(data_path("senteval", folder, file))
-        texts += [senteval_text(line) for line in lines]  # empty lines stay (SentEval keeps them)
+        texts += [senteval_text(line) for line in lines]  # empty lines stay (SentEval keeps them; see batcher_texts)
         labels += [label] * len(lines)
     check_rows(name, len(texts), data_path("senteval", folder))
     return LabelledTexts(name, "all", texts, np.array(labels, dtype=np.int64), [negative, positive])

@@ -11,7 +11,8 @@ Logistic regression (scikit-learn) on the raw embeddings, with SentEval's three 
 
 Pair tasks (MRPC, SICK-E) use SentEval's pair features [|u−v|, u∘v] by default; ``pair_features="full"``
 gives the InferSent-style [u, v, |u−v|, u∘v]. All texts of a dataset (every split, both sides of every
-pair) are encoded in one call. The helpers below work in SentEval's rounded percentages (model selection
+pair) are encoded in one call; an empty sentence of SentEval's sets (CR has 4, MPQA 3) is encoded as '.', as
+SentEval's reference batchers pass it on. The helpers below work in SentEval's rounded percentages (model selection
 compares them); the records hold accuracies as fractions 0–1, like every other share in the harness.
 """
 
@@ -29,7 +30,7 @@ from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledPairs, LabelledTexts
 from embedlab.data.paraphrase import mrpc
-from embedlab.data.senteval import senteval_binary, sst, trec
+from embedlab.data.senteval import batcher_texts, senteval_binary, sst, trec
 from embedlab.data.sts import sick_entailment
 from embedlab.data.user_files import load_labelled_texts
 from embedlab.evaluation.base import Method, Metric, Task, solver_threads
@@ -127,12 +128,17 @@ class ClassificationTask(Task):
         if path is None and dataset not in self.datasets:
             raise InputError(f"unknown classification dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
 
+    def _encoded(self, texts: list[str]) -> list[str]:
+        """SentEval's sets as its reference batchers pass them on (an empty sentence becomes '.'); a user's
+        file as it is (an empty text there is the method's to refuse, naming its line)."""
+        return texts if self.path is not None else batcher_texts(texts)
+
     def _texts(self, method: Method, splits: list[LabelledTexts]) -> list[_Split]:
-        vectors = embed(method, *[s.texts for s in splits])
+        vectors = embed(method, *[self._encoded(s.texts) for s in splits])
         return [_Split(np.asarray(v, dtype=np.float64), s.labels) for v, s in zip(vectors, splits)]
 
     def _pairs(self, method: Method, splits: list[LabelledPairs]) -> list[_Split]:
-        sides = [side for s in splits for side in (s.first, s.second)]
+        sides = [self._encoded(side) for s in splits for side in (s.first, s.second)]
         vectors = [np.asarray(v, dtype=np.float64) for v in embed(method, *sides)]
         return [_Split(pair_features(vectors[2 * k], vectors[2 * k + 1], self.pair_features), s.labels)
                 for k, s in enumerate(splits)]

@@ -63,3 +63,17 @@ def test_user_file_task_and_pairwise_rejected(tmp_path: Path) -> None:
     assert records["accuracy"].value == 1.0 and records["accuracy"].n == 40  # a fraction (the unit convention)
     with pytest.raises(ValueError, match="pairwise"):
         ClassificationTask("labels", path=str(file)).run(FakeMethod(pairwise=True))
+
+
+def test_empty_senteval_sentences_reach_the_encoder_as_a_full_stop(tmp_path: Path) -> None:
+    """CR keeps 4 and MPQA 3 empty lines; SentEval's reference batchers hand an encoder '.' for them (so a
+    decoder without a BOS token has a token to embed); a user's file is passed on as it is."""
+    from embedlab.data.senteval import senteval_binary
+
+    for name, empties in (("cr", 4), ("mpqa", 3)):
+        texts = senteval_binary(name).texts
+        encoded = ClassificationTask(name)._encoded(texts)
+        assert len(encoded) == len(texts) and sum(not text.strip() for text in texts) == empties
+        assert [(text, sent) for text, sent in zip(texts, encoded) if text != sent] == [("", ".")] * empties
+    user = ClassificationTask("mine", path=str(tmp_path / "labelled.tsv"))
+    assert user._encoded(["", "a text"]) == ["", "a text"]
