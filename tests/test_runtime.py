@@ -151,6 +151,31 @@ def test_a_bad_cache_budget_is_an_error_naming_the_variable(text, monkeypatch):
         runtime.cache_root()  # checked where the cache is first named, before any work
 
 
+def test_a_store_of_results_is_kept_under_any_budget_and_a_stale_marker_is_dropped(tmp_path, monkeypatch):
+    import numpy as np
+
+    from embedlab import runtime
+    from embedlab.runtime import ArrayStore
+
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / ".recomputable").touch()  # what an earlier version marked as cache
+    runtime.configure(cache_max=1)
+    try:
+        results, cache = ArrayStore("results", recomputable=False), ArrayStore("eval")
+        results.save("margins", np.arange(1000, dtype=np.float32))
+        cache.save("encoding", np.arange(1000, dtype=np.float32))  # over the 1-byte budget: evicted at once
+        runtime.evict_to_budget(0)
+        assert not cache.path("encoding").exists() and cache.load("encoding") is None
+        np.testing.assert_array_equal(results.load("margins"), np.arange(1000, dtype=np.float32))
+        kinds = {kind.name: kind for kind in runtime.cache_kinds()}
+        assert not kinds["results"].recomputable and kinds["eval"].recomputable
+        runtime.clear_cache()  # deletes every recomputable folder's entries, not results
+        assert results.path("margins").exists()
+    finally:
+        runtime.configure()
+
+
 def test_array_store_entries_are_evicted_least_recently_used_and_recomputed(tmp_path, monkeypatch):
     import numpy as np
 

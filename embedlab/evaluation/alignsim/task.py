@@ -15,7 +15,8 @@ methods (token matching) have no vectors: their own similarity stands in for cos
 
 The criteria themselves are functions (:mod:`embedlab.evaluation.alignsim.criteria`) that return record
 rows and per-item margins; the task stores the margins (for the ε-histograms) in
-``runtime.ArrayStore("alignsim-margins")`` beside the records, so a report can be drawn from reused results too.
+``runtime.ArrayStore("alignsim-margins", recomputable=False)`` beside the records (never evicted under the
+cache budget), so a report can be drawn from reused results too.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ CRITERION_NAMES = {
     5: "paraphrase vs sentence jumbling",
 }
 MARGIN_SUBSETS = ("c1", "c3") + tuple(f"c5/n={n}" for n in N_VALUES)
-_MARGINS = runtime.ArrayStore("alignsim-margins")
+# results, not cache: only the run that scored them can give them again, and later reports draw from them
+_MARGINS = runtime.ArrayStore("alignsim-margins", recomputable=False)
 
 
 @dataclass(frozen=True)
@@ -291,13 +293,13 @@ def stored_margins(spec: str, fingerprint: str, dataset: str, settings: dict) ->
 
 
 def _missing_margin_notes(scored: set[tuple[str, str]], margins: dict[tuple[str, str, str], np.ndarray]) -> list[str]:
-    """A note for each scored (dataset, subset) whose ε-histogram cannot be drawn: its margins live in a
-    recomputable cache folder, and another process under a smaller cache budget may have evicted them since
-    the run (its records, in the results database, remain)."""
+    """A note for each scored (dataset, subset) whose ε-histogram cannot be drawn: its records are in the
+    results database but its margins are not in this cache folder (a run into another cache, a folder
+    deleted by hand, or a run from before margins were kept out of the cache budget's reach)."""
     missing = sorted((dataset, subset) for dataset, subset in scored
                      if subset in MARGIN_SUBSETS and (dataset, subset, "sim") not in margins)
-    return [f"{dataset} {subset}: no ε-histogram, its per-item margins are no longer in the cache (evicted under "
-            "the cache budget, EMBEDLAB_CACHE_MAX); --force recomputes them" for dataset, subset in missing]
+    return [f"{dataset} {subset}: no ε-histogram, its per-item margins are not in this cache (the run wrote them "
+            "into another cache folder, or they were deleted); --force recomputes them" for dataset, subset in missing]
 
 
 @dataclass

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from embedlab.runtime.cache.atomic import atomic_write_bytes, remove_orphan_temporaries, warn_unwritable
-from embedlab.runtime.cache.budget import mark_recomputable, record_cache_write, record_use
+from embedlab.runtime.cache.budget import keep_entries, mark_recomputable, record_cache_write, record_use
 from embedlab.runtime.cache.hashing import array_digest
 from embedlab.runtime.cache.locks import building
 from embedlab.runtime.settings import cache_dir, cache_root
@@ -22,10 +22,15 @@ class ArrayStore:
     Each file records its key and the SHA-256 of the array bytes in its metadata, checked on every read,
     so a damaged file, or one renamed onto another key, is never returned: :meth:`load` warns and gives
     ``None`` (the caller recomputes and :meth:`save` overwrites). Writes are atomic.
+
+    Entries are recomputable cache by default, evicted least recently used under the cache budget;
+    ``recomputable=False`` is for what a run produced and only that run can give again (ALIGN-SIM's
+    per-item margins, read by later reports): its folder is never evicted.
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, *, recomputable: bool = True) -> None:
         self.kind = kind
+        self.recomputable = recomputable  # False: results a run produced, kept under any cache budget
 
     def folder(self) -> Path:
         """``cache_dir(kind)``, with any temporary files of killed writers removed on first use; when the
@@ -35,7 +40,10 @@ class ArrayStore:
         except OSError:
             return cache_root(create=False) / self.kind
         remove_orphan_temporaries(folder)
-        mark_recomputable(folder)
+        if self.recomputable:
+            mark_recomputable(folder)
+        else:
+            keep_entries(folder)
         return folder
 
     def path(self, key: str) -> Path:

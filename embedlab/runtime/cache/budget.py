@@ -30,6 +30,15 @@ def mark_recomputable(folder: Path) -> None:
             pass  # nothing can be written there, so nothing will need evicting either
 
 
+def keep_entries(folder: Path) -> None:
+    """Declare that the entry files in ``folder`` are kept under any budget (results, not cache): a marker
+    an earlier version left there is removed. A read-only folder is left as it is."""
+    try:
+        (folder / RECOMPUTABLE_MARKER).unlink(missing_ok=True)
+    except OSError:
+        pass  # nothing can be written there, so nothing will be evicted from it either
+
+
 def record_use(path: Path) -> None:
     """Note that a cache entry was just read (its modification time is its last use, for eviction)."""
     try:

@@ -106,7 +106,7 @@ def test_pairwise_method_uses_its_own_similarity_and_skips_ned(sets, tmp_path, m
     assert result.value("mrpc", "c1", "sim_pos_mean") == pytest.approx(expected, abs=1e-6)
 
 
-def test_margins_evicted_from_the_cache_are_named_in_a_note_not_silently_dropped(tmp_path, monkeypatch):
+def test_margins_survive_the_cache_budget_and_missing_ones_are_named_in_a_note(tmp_path, monkeypatch):
     from embedlab import runtime
 
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
@@ -117,8 +117,13 @@ def test_margins_evicted_from_the_cache_are_named_in_a_note_not_silently_dropped
     assert not [note for note in MethodResult.collect(method, records, tasks).notes if "no ε-histogram" in note]
     stored = sorted(runtime.cache_dir("alignsim-margins").glob("*.safetensors"))
     assert len(stored) == 4  # c1 and c3 on two datasets (similarity only: NED is skipped for a pairwise method)
+    runtime.evict_to_budget(0)  # every recomputable entry goes; the margins are results and stay
+    runtime.clear_cache()
+    result = MethodResult.collect(method, records, tasks)
+    assert sorted(result.margins) == sorted((d, s, "sim") for d in ("qqp", "mrpc") for s in ("c1", "c3"))
+    assert not [note for note in result.notes if "no ε-histogram" in note]
     for path in stored:
-        path.unlink()  # what an eviction under a small cache budget does
+        path.unlink()  # a folder deleted by hand, or a run into another cache folder
     result = MethodResult.collect(method, records, tasks)
     assert not result.margins
     assert sorted(note.split(":")[0] for note in result.notes if "no ε-histogram" in note) == ["mrpc c1", "mrpc c3", "qqp c1", "qqp c3"]
