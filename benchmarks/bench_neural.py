@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from _common import sts_test_pairs
 
+from embedlab.evaluation.scoring import cosines
 from embedlab.neural.batched import BatchedTop, frozen_features
 from embedlab.neural.candidates import candidate_sets, top_ids
 from embedlab.neural.device import full_float32, resolve_device
@@ -128,7 +129,7 @@ def compare_candidates(masked_lm, texts: list[str], options: NeuralOptions, coun
     print(f"batched exact: {figures['exact_s_per_text']:.4f} s/text, {figures['exact_gflop']:.0f} GFLOP, {figures['exact_gflops_per_s']:.1f} GFLOP/s")
     for count in counts:
         vectors = np.concatenate(candidate_parts[count])
-        cosines = cosine_rows(exact, vectors)
+        agreement = cosines(exact, vectors)
         row = {
             "s_per_text": candidate_seconds[count] / len(texts),
             "speedup": exact_seconds / candidate_seconds[count],
@@ -136,8 +137,8 @@ def compare_candidates(masked_lm, texts: list[str], options: NeuralOptions, coun
             "gflop_ratio": exact_flops / candidate_flops[count],
             "gflops_per_s": candidate_flops[count] / candidate_seconds[count] / 1e9,
             "mean_candidates": sizes[count],
-            "cosine_min": float(cosines.min()),
-            "cosine_mean": float(cosines.mean()),
+            "cosine_min": float(agreement.min()),
+            "cosine_mean": float(agreement.mean()),
         }
         figures["candidates"][count] = row
         print(f"batched candidates K={count}: {row['s_per_text']:.4f} s/text, speed-up {row['speedup']:.2f}x; "
@@ -183,11 +184,7 @@ def analytic_work(masked_lm, texts: list[str], options: NeuralOptions, count: in
 def batch_independence(on_device, texts: list[str], options: NeuralOptions, in_batch: np.ndarray) -> float:
     """Least cosine between each text's vector embedded alone on the device and in the whole batch."""
     alone = np.concatenate([embed_texts(on_device, [text], options, path="batched") for text in texts])
-    return float(cosine_rows(alone, in_batch).min())
-
-
-def cosine_rows(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    return (left * right).sum(axis=1) / np.linalg.norm(left, axis=1) / np.linalg.norm(right, axis=1)
+    return float(cosines(alone, in_batch).min())
 
 
 def compare_device(masked_lm, texts: list[str], options: NeuralOptions, device: torch.device, count: int,
@@ -200,9 +197,12 @@ def compare_device(masked_lm, texts: list[str], options: NeuralOptions, device: 
     alone = min(alone, len(texts))
     candidates = replace(options, softmax="candidates", candidates=count)
     embed_texts(on_device, texts[:2], replace(options, epochs=1))  # warm-up: kernels, allocator, memory budget query
-    exact_flops, candidate_flops, mean_candidates = analytic_work(masked_lm, texts, options, count)
     cpu_count = len(texts) if cpu_texts is None else min(cpu_texts, len(texts))
-    cpu_flops = analytic_work(masked_lm, texts[:cpu_count], options, count)[:2] if cpu_count < len(texts) else (exact_flops, candidate_flops)
+    # counted once per text: the CPU path's texts, then the rest, which only the device embeds
+    cpu_flops = analytic_work(masked_lm, texts[:cpu_count], options, count)
+    rest = analytic_work(masked_lm, texts[cpu_count:], options, count) if cpu_count < len(texts) else (0.0, 0.0, 0.0)
+    exact_flops, candidate_flops = cpu_flops[0] + rest[0], cpu_flops[1] + rest[1]
+    mean_candidates = (cpu_flops[2] * cpu_count + rest[2] * (len(texts) - cpu_count)) / len(texts)
     figures: dict = {"texts": len(texts), "cpu_texts": cpu_count, "device": str(device), "candidates": count,
                      "mean_candidates": mean_candidates, "torch": torch.__version__}
     matmul = matmul_gflops(device=device)
@@ -221,17 +221,17 @@ def compare_device(masked_lm, texts: list[str], options: NeuralOptions, device: 
             print(f"  {name:10s} on {label:8s}: {row['texts_per_s']:8.2f} texts/s ({len(piece)} texts, {seconds:.1f} s), "
                   f"{row['gflops_per_s']:.1f} GFLOP/s, load average {os.getloadavg()[0]:.1f}", flush=True)
         device_vectors, cpu_vectors = runs[name, "device"], runs[name, "cpu"]
-        cosines = cosine_rows(device_vectors[:cpu_count], cpu_vectors)
+        agreement = cosines(device_vectors[:cpu_count], cpu_vectors)
         device_row, cpu_row = figures[f"{name}_device"], figures[f"{name}_cpu"]
         figures[name] = {"speedup_vs_cpu": device_row["texts_per_s"] / cpu_row["texts_per_s"], "fraction_of_matmul": device_row["gflops_per_s"] / matmul,
-                         "cosine_device_cpu_min": float(cosines.min()), "cosine_device_cpu_mean": float(cosines.mean()),
+                         "cosine_device_cpu_min": float(agreement.min()), "cosine_device_cpu_mean": float(agreement.mean()),
                          "cosine_alone_vs_batch_min": batch_independence(on_device, texts[:alone], run_options, device_vectors[:alone])}
         print(f"{name}: {device_row['texts_per_s']:.2f} texts/s on {device} vs {cpu_row['texts_per_s']:.2f} on the CPU "
               f"({figures[name]['speedup_vs_cpu']:.2f}x); {device_row['gflops_per_s']:.1f} GFLOP/s = {100 * figures[name]['fraction_of_matmul']:.1f} % "
               f"of the plain matmul's {matmul:.1f} on {device}; cosine {device} vs CPU min {figures[name]['cosine_device_cpu_min']:.7f} "
               f"({cpu_count} texts); alone vs in the batch on {device} min {figures[name]['cosine_alone_vs_batch_min']:.7f} ({alone} texts)", flush=True)
-    figures["cosine_candidates_exact_cpu_min"] = float(cosine_rows(runs["exact", "cpu"], runs["candidates", "cpu"]).min())
-    figures["cosine_candidates_exact_device_min"] = float(cosine_rows(runs["exact", "device"], runs["candidates", "device"]).min())
+    figures["cosine_candidates_exact_cpu_min"] = float(cosines(runs["exact", "cpu"], runs["candidates", "cpu"]).min())
+    figures["cosine_candidates_exact_device_min"] = float(cosines(runs["exact", "device"], runs["candidates", "device"]).min())
     figures["cpu_matmul_gflops_per_s"] = matmul_gflops()
     return figures
 
@@ -303,7 +303,7 @@ def main() -> None:
     reference = np.concatenate(reference_parts)
     matmul_after = matmul_gflops()
 
-    cosines = (reference * batched).sum(axis=1) / np.linalg.norm(reference, axis=1) / np.linalg.norm(batched, axis=1)
+    agreement = cosines(reference, batched)
     bert_shaped = masked_lm.layout is None or masked_lm.layout.family == "BERT"  # the analytic count's shapes
     reference_flops, batched_flops = work(masked_lm, texts, options) if bert_shaped else (float("nan"), float("nan"))
     figures = {
@@ -311,8 +311,8 @@ def main() -> None:
         "reference_s_per_text": reference_seconds / len(texts),
         "batched_s_per_text": batched_seconds / len(texts),
         "speedup": reference_seconds / batched_seconds,
-        "cosine_min": float(cosines.min()),
-        "cosine_mean": float(cosines.mean()),
+        "cosine_min": float(agreement.min()),
+        "cosine_mean": float(agreement.mean()),
         "reference_gflop": reference_flops / 1e9,
         "batched_gflop": batched_flops / 1e9,
         "reference_gflops_per_s": reference_flops / reference_seconds / 1e9,
