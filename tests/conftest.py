@@ -44,16 +44,22 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def pytest_unconfigure(config):
-    """The run is over: spare each worker's interpreter a last garbage collection over every model and
-    library the tests loaded (as the embedlab program does, ``embedlab.cli.app.run``)."""
+    """The run is over: reap the preloading server (tests/preloaded.py), and spare each worker's interpreter a
+    last garbage collection over every model and library the tests loaded (as the embedlab program does,
+    ``embedlab.cli.app.run``)."""
     import gc
 
+    import preloaded
+
+    preloaded.stop()
     gc.freeze()
 
 
 def _cpu_seconds() -> float:
+    import preloaded  # children forked by the preloading server are its children, not ours: it reports their CPU
+
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + preloaded.children_cpu_seconds
 
 
 @pytest.fixture(scope="session")

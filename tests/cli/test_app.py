@@ -10,6 +10,7 @@ import pytest
 
 import embedlab
 from embedlab.cli.app import build_parser, main
+import preloaded  # tests/preloaded.py: child processes forked from a preloaded Python
 
 REPO_ROOT = Path(embedlab.__file__).resolve().parent.parent
 COMMANDS = ("embed", "similarity", "methods", "demo", "eval", "results", "report", "mlm-head", "explain",
@@ -106,12 +107,14 @@ def test_every_command_takes_quiet_and_the_shared_format():
     assert {"eval", "results", "alignsim", "methods", "explain"} <= with_format
 
 
-def _piped(arguments: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
-    """``python -m embedlab ARGS`` with stdout and stderr piped (not terminals), as in ``embedlab ... | head``."""
+def _piped(arguments: list[str], tmp_path: Path, fresh: bool = False) -> subprocess.CompletedProcess:
+    """``python -m embedlab ARGS`` with stdout and stderr piped (not terminals), as in ``embedlab ... | head``;
+    ``fresh``: a new interpreter, not a child of the preloaded one (tests/preloaded.py), so that anything
+    printed while torch and transformers are imported would be on its stderr."""
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
                    "EMBEDLAB_CACHE": str(tmp_path / "cache")}
-    return subprocess.run([sys.executable, "-m", "embedlab", *arguments], capture_output=True, text=True,
-                          env=environment, cwd=tmp_path, timeout=300)
+    return (subprocess.run if fresh else preloaded.run)([sys.executable, "-m", "embedlab", *arguments], capture_output=True,
+                                                        text=True, env=environment, cwd=tmp_path, timeout=300)
 
 
 def test_piped_output_holds_only_results_and_quiet_silences_progress(tmp_path, sts_test_rows):
@@ -131,7 +134,7 @@ def test_piped_output_holds_only_results_and_quiet_silences_progress(tmp_path, s
     assert "tasks: 100%" in forced.stderr and "token states" in forced.stderr and "done sts/pairs@" in forced.stderr
     plain = _piped(arguments, tmp_path)  # stderr is not a terminal: status lines only, no bars
     assert plain.stdout == forced.stdout and "run sts/pairs@" in plain.stderr and "%|" not in plain.stderr
-    quiet = _piped(arguments + ["--progress", "--quiet"], tmp_path)
+    quiet = _piped(arguments + ["--progress", "--quiet"], tmp_path, fresh=True)  # nothing at all on stderr
     assert quiet.returncode == 0 and quiet.stdout == forced.stdout and quiet.stderr == ""
 
 

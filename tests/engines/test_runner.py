@@ -18,6 +18,7 @@ import pytest
 
 import embedlab
 from embedlab.engines import OutputFolderError, embed_corpus, read_shards
+import preloaded  # tests/preloaded.py: child processes forked from a preloaded Python
 
 REPO_ROOT = Path(embedlab.__file__).resolve().parent.parent
 
@@ -86,7 +87,7 @@ def test_a_run_killed_with_sigkill_resumes_at_the_first_unfinished_shard(tmp_pat
     out = tmp_path / "out"
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
                    "EMBEDLAB_CACHE": str(tmp_path / "subprocess-cache")}
-    process = subprocess.Popen([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(source), "--out", str(out),
+    process = preloaded.Popen([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(source), "--out", str(out),
                                 "--shard-size", "25", "--quiet"], env=environment, cwd=REPO_ROOT, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
     try:

@@ -33,6 +33,7 @@ from embedlab.results.database import ResultsDB
 from embedlab.runtime import ArrayStore
 from embedlab.tokens.packs import PackStore
 from embedlab.tokens.store import TokenStateStore
+import preloaded  # tests/preloaded.py: child processes forked from a preloaded Python
 
 REPO_ROOT = Path(embedlab.__file__).resolve().parent.parent
 
@@ -371,7 +372,7 @@ def kill_mid_write(what: str, cache: Path) -> None:
     """Start a writer that stops halfway through its file, and ``kill -9`` it there."""
     environment = {**os.environ, "EMBEDLAB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                    "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
-    child = subprocess.Popen([sys.executable, "-c", WRITER, what], stdout=subprocess.PIPE, env=environment, text=True)
+    child = preloaded.Popen([sys.executable, "-c", WRITER, what], stdout=subprocess.PIPE, env=environment, text=True)
     try:
         assert child.stdout.readline().strip() == "writing"
         assert list(cache.rglob(".*.tmp"))  # the half-written temporary file is there
@@ -440,7 +441,7 @@ CONCURRENT = textwrap.dedent("""
 def test_concurrent_writers_share_one_cache(minilm, sts_pairs, isolated_cache) -> None:
     environment = {**os.environ, "EMBEDLAB_CACHE": str(isolated_cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                    "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
-    children = [subprocess.Popen([sys.executable, "-c", CONCURRENT, *sts_pairs[start : start + 4]], env=environment,
+    children = [preloaded.Popen([sys.executable, "-c", CONCURRENT, *sts_pairs[start : start + 4]], env=environment,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for start in (0, 2)]
     outputs = [child.communicate(timeout=300) for child in children]
     assert all(child.returncode == 0 for child in children), outputs
@@ -486,7 +487,7 @@ def test_the_eval_cache_tells_fitted_methods_apart(sts_pairs, isolated_cache) ->
 def cli(*arguments, cache: Path) -> subprocess.CompletedProcess:
     environment = {**os.environ, "EMBEDLAB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                    "EMBEDLAB_DEBUG": "", "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "embedlab", *map(str, arguments)], capture_output=True, text=True,
+    return preloaded.run([sys.executable, "-m", "embedlab", *map(str, arguments)], capture_output=True, text=True,
                           env=environment, cwd=REPO_ROOT, timeout=300)
 
 

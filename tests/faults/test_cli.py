@@ -21,6 +21,7 @@ import pytest
 import embedlab
 from embedlab.evaluation.records import Record
 from embedlab.results.database import ResultsDB
+import preloaded  # tests/preloaded.py: child processes forked from a preloaded Python
 
 REPO_ROOT = Path(embedlab.__file__).resolve().parent.parent
 
@@ -36,7 +37,7 @@ def environment(tmp_path_factory) -> dict[str, str]:
 
 def embedlab_cli(environment: dict[str, str], *arguments: str | Path, cwd: Path | None = None,
                  **overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "embedlab", *map(str, arguments)], capture_output=True,
+    return preloaded.run([sys.executable, "-m", "embedlab", *map(str, arguments)], capture_output=True,
                           text=True, errors="backslashreplace", env={**environment, **overrides},
                           cwd=cwd or REPO_ROOT, timeout=300)
 
@@ -153,7 +154,7 @@ def test_a_json_input_line_without_a_text_names_the_line(environment, tmp_path) 
 
 
 def test_undecodable_bytes_in_an_argument_name_the_argument(environment) -> None:
-    finished = subprocess.run([sys.executable, "-m", "embedlab", "similarity", "minilm", b"caf\xe9", "b"],
+    finished = preloaded.run([sys.executable, "-m", "embedlab", "similarity", "minilm", b"caf\xe9", "b"],
                               capture_output=True, env=environment, cwd=REPO_ROOT, timeout=300)
     stderr = finished.stderr.decode("utf-8", "backslashreplace")
     assert finished.returncode == 2 and "Traceback" not in stderr
@@ -186,7 +187,7 @@ def test_ctrl_c_is_one_line_and_status_130(environment, tmp_path) -> None:
     # (a handler installed in the parent is reset to the default in the child by exec).
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        process = subprocess.Popen([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(texts),
+        process = preloaded.Popen([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(texts),
                                     "--out", str(tmp_path / "o.npy"), "--progress"],
                                    stderr=subprocess.PIPE, env=environment, cwd=REPO_ROOT)
     finally:

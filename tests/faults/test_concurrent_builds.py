@@ -27,6 +27,7 @@ import embedlab
 from embedlab import runtime
 from embedlab.runtime import ArrayStore
 from child_helpers import expect_line
+import preloaded
 
 REPO_ROOT = Path(embedlab.__file__).resolve().parent.parent
 SUITE_CACHE = os.environ.get("EMBEDLAB_CACHE")  # read at collection, before any test moves it
@@ -95,10 +96,10 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def start(role: str, what: str, cache: Path, *arguments: str) -> subprocess.Popen:
+def start(role: str, what: str, cache: Path, *arguments: str) -> preloaded.Popen:
     environment = {**os.environ, "EMBEDLAB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                    "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen([sys.executable, "-c", CHILD, role, what, *arguments], env=environment,
+    return preloaded.Popen([sys.executable, "-c", CHILD, role, what, *arguments], env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -23,6 +23,7 @@ import embedlab
 from embedlab import runtime
 from decoder_helpers import tiny_gguf
 from child_helpers import expect_line
+import preloaded
 
 pytest.importorskip("gguf")
 pytest.importorskip("accelerate")
@@ -58,14 +59,14 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def start(role: str, gguf: Path, go: Path, cache: Path) -> subprocess.Popen:
+def start(role: str, gguf: Path, go: Path, cache: Path) -> preloaded.Popen:
     environment = {**os.environ, "EMBEDLAB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                    "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen([sys.executable, "-c", CHILD, role, str(gguf), str(go), *TEXTS], env=environment,
+    return preloaded.Popen([sys.executable, "-c", CHILD, role, str(gguf), str(go), *TEXTS], env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def finish(child: subprocess.Popen) -> str:
+def finish(child: preloaded.Popen) -> str:
     output, errors = child.communicate(timeout=300)
     assert child.returncode == 0, errors[-3000:]
     return next(line.split()[1] for line in output.splitlines() if line.startswith("result"))

@@ -17,6 +17,7 @@ import pytest
 
 from embedlab.engines import OutputFolderError, embed_corpus, read_shards
 from embedlab.engines import shards as shard_module
+import preloaded  # tests/preloaded.py: child processes forked from a preloaded Python
 
 LOCK_NAME = getattr(shard_module, "LOCK_NAME", ".embedlab.lock")
 
@@ -114,7 +115,7 @@ def test_two_runs_started_together_into_one_folder(tmp_path, texts_file, isolate
     script = ("import sys\nfrom embedlab.engines import embed_corpus\n"
               "try:\n    embed_corpus(sys.argv[1], sys.argv[2], sys.argv[3], shard_size=2, progress=False)\n"
               "except ValueError as error:\n    print('refused:', error); sys.exit(3)\n")
-    runs = [subprocess.Popen([sys.executable, "-c", script, spec, str(texts_file), str(out)], stdout=subprocess.PIPE, text=True)
+    runs = [preloaded.Popen([sys.executable, "-c", script, spec, str(texts_file), str(out)], stdout=subprocess.PIPE, text=True)
             for spec in ("random:minilm", "random:minilm,seed=1")]
     outcomes = [(run.wait(timeout=300), run.stdout.read()) for run in runs]
     succeeded = [spec for spec, (status, _) in zip(("random:minilm", "random:minilm,seed=1"), outcomes) if status == 0]
