@@ -22,6 +22,9 @@ from mlm_helpers import TOKENIZER_FILES
 PAIRS = 300
 TOLERANCE = 1e-4
 
+# one xdist worker runs the module: its `package` fixture (the package's model and 300 pairs, ≈ 6 CPU s) is paid once
+pytestmark = pytest.mark.xdist_group("bertscore-package")
+
 
 @pytest.fixture(scope="module")
 def pairs(sts_test_rows, minilm) -> tuple[list[str], list[str]]:

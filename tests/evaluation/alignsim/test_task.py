@@ -15,6 +15,9 @@ from embedlab.evaluation.alignsim.task import AlignSimSetup, AlignSimTask, Metho
 CONFIG = SamplingConfig(seed=0, pairs_per_label=8, sentences=8, triplets=8, afin_pairs=8)
 SETUP = AlignSimSetup(sampling=CONFIG)
 
+# one xdist worker runs the module: its fixtures (perturbed sets, st:minilm, one evaluation: ≈ 4 CPU s) are paid once
+pytestmark = pytest.mark.xdist_group("alignsim-task")
+
 
 def _run(method, setup: AlignSimSetup) -> MethodResult:
     tasks = setup.tasks()
