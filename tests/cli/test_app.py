@@ -113,8 +113,9 @@ def _piped(arguments: list[str], tmp_path: Path, fresh: bool = False) -> subproc
     printed while torch and transformers are imported would be on its stderr."""
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
                    "EMBEDLAB_CACHE": str(tmp_path / "cache")}
-    return (subprocess.run if fresh else preloaded.run)([sys.executable, "-m", "embedlab", *arguments], capture_output=True,
-                                                        text=True, env=environment, cwd=tmp_path, timeout=300)
+    start = subprocess.run if fresh else preloaded.run
+    return start([sys.executable, "-m", "embedlab", *arguments], capture_output=True, text=True, env=environment,
+                 cwd=tmp_path, timeout=300)
 
 
 def test_piped_output_holds_only_results_and_quiet_silences_progress(tmp_path, sts_test_rows):

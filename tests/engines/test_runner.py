@@ -88,7 +88,7 @@ def test_a_run_killed_with_sigkill_resumes_at_the_first_unfinished_shard(tmp_pat
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
                    "EMBEDLAB_CACHE": str(tmp_path / "subprocess-cache")}
     process = preloaded.Popen([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(source), "--out", str(out),
-                                "--shard-size", "25", "--quiet"], env=environment, cwd=REPO_ROOT, stderr=subprocess.PIPE)
+                               "--shard-size", "25", "--quiet"], env=environment, cwd=REPO_ROOT, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline and process.poll() is None:

@@ -442,7 +442,7 @@ def test_concurrent_writers_share_one_cache(minilm, sts_pairs, isolated_cache) -
     environment = {**os.environ, "EMBEDLAB_CACHE": str(isolated_cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                    "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     children = [preloaded.Popen([sys.executable, "-c", CONCURRENT, *sts_pairs[start : start + 4]], env=environment,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for start in (0, 2)]
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for start in (0, 2)]
     outputs = [child.communicate(timeout=300) for child in children]
     assert all(child.returncode == 0 for child in children), outputs
     runtime.clear()
@@ -488,7 +488,7 @@ def cli(*arguments, cache: Path) -> subprocess.CompletedProcess:
     environment = {**os.environ, "EMBEDLAB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                    "EMBEDLAB_DEBUG": "", "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     return preloaded.run([sys.executable, "-m", "embedlab", *map(str, arguments)], capture_output=True, text=True,
-                          env=environment, cwd=REPO_ROOT, timeout=300)
+                         env=environment, cwd=REPO_ROOT, timeout=300)
 
 
 def damaged_database(folder: Path, fault: str) -> Path:

@@ -38,8 +38,8 @@ def environment(tmp_path_factory) -> dict[str, str]:
 def embedlab_cli(environment: dict[str, str], *arguments: str | Path, cwd: Path | None = None,
                  **overrides: str) -> subprocess.CompletedProcess:
     return preloaded.run([sys.executable, "-m", "embedlab", *map(str, arguments)], capture_output=True,
-                          text=True, errors="backslashreplace", env={**environment, **overrides},
-                          cwd=cwd or REPO_ROOT, timeout=300)
+                         text=True, errors="backslashreplace", env={**environment, **overrides},
+                         cwd=cwd or REPO_ROOT, timeout=300)
 
 
 def assert_one_line_error(finished: subprocess.CompletedProcess, status: int, *named: str) -> str:
@@ -155,7 +155,7 @@ def test_a_json_input_line_without_a_text_names_the_line(environment, tmp_path) 
 
 def test_undecodable_bytes_in_an_argument_name_the_argument(environment) -> None:
     finished = preloaded.run([sys.executable, "-m", "embedlab", "similarity", "minilm", b"caf\xe9", "b"],
-                              capture_output=True, env=environment, cwd=REPO_ROOT, timeout=300)
+                             capture_output=True, env=environment, cwd=REPO_ROOT, timeout=300)
     stderr = finished.stderr.decode("utf-8", "backslashreplace")
     assert finished.returncode == 2 and "Traceback" not in stderr
     assert "text_a has a lone surrogate '\\udce9' at character 3" in stderr
@@ -188,8 +188,8 @@ def test_ctrl_c_is_one_line_and_status_130(environment, tmp_path) -> None:
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         process = preloaded.Popen([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(texts),
-                                    "--out", str(tmp_path / "o.npy"), "--progress"],
-                                   stderr=subprocess.PIPE, env=environment, cwd=REPO_ROOT)
+                                   "--out", str(tmp_path / "o.npy"), "--progress"],
+                                  stderr=subprocess.PIPE, env=environment, cwd=REPO_ROOT)
     finally:
         signal.signal(signal.SIGINT, previous)
     said = bytearray()

@@ -100,7 +100,7 @@ def start(role: str, what: str, cache: Path, *arguments: str) -> preloaded.Popen
     environment = {**os.environ, "EMBEDLAB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                    "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     return preloaded.Popen([sys.executable, "-c", CHILD, role, what, *arguments], env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def race_with_a_kill(what: str, cache: Path, *arguments: str) -> str:

@@ -63,7 +63,7 @@ def start(role: str, gguf: Path, go: Path, cache: Path) -> preloaded.Popen:
     environment = {**os.environ, "EMBEDLAB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                    "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     return preloaded.Popen([sys.executable, "-c", CHILD, role, str(gguf), str(go), *TEXTS], env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def finish(child: preloaded.Popen) -> str:
