@@ -23,6 +23,7 @@ import pytest
 from embedlab import runtime
 from embedlab.engines import embed_corpus, read_shards
 from ray_helpers import own_encoder_actors
+import preloaded  # tests/preloaded.py: the driver forked from a preloaded Python
 
 ray = pytest.importorskip("ray")
 
@@ -55,10 +56,10 @@ def test_a_driver_attached_by_address_uses_both_nodes_and_gives_the_local_vector
     environment = {**os.environ, "EMBEDLAB_CACHE": str(tmp_path / "ray-cache"), "HF_HUB_OFFLINE": "1",
                    "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     environment.pop("RAY_ADDRESS", None)
-    driver = subprocess.Popen([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(source), "--out",
-                               str(tmp_path / "ray"), "--shard-size", "16", "--engine", "ray", "--address", two_nodes.address,
-                               "--workers", "2", "--quiet"], env=environment, cwd=REPO_ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    driver = preloaded.Popen([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(source), "--out",
+                              str(tmp_path / "ray"), "--shard-size", "16", "--engine", "ray", "--address", two_nodes.address,
+                              "--workers", "2", "--quiet"], env=environment, cwd=REPO_ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     actors: dict[int, int] = {}
     while driver.poll() is None:  # the actors live for the run: note which raylet started each
         actors.update(own_encoder_actors())
