@@ -19,6 +19,8 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
 
 import pytest
 
+import preloaded  # tests/preloaded.py: its server's children are not ours, it reports their CPU (_cpu_seconds)
+
 pytest_plugins = ["xdist_groups"]  # tests/xdist_groups.py: --dist loadgroup that holds under pytest 9.2
 
 TEST_TIMES_VARIABLE = "EMBEDLAB_TEST_TIMES"
@@ -49,15 +51,11 @@ def pytest_unconfigure(config):
     ``embedlab.cli.app.run``)."""
     import gc
 
-    import preloaded
-
     preloaded.stop()
     gc.freeze()
 
 
 def _cpu_seconds() -> float:
-    import preloaded  # children forked by the preloading server are its children, not ours: it reports their CPU
-
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + preloaded.children_cpu_seconds
 

@@ -144,9 +144,8 @@ def smollm2_reference(smollm2_gguf):
     SmolLM2 tests are one xdist group (one worker pays it)."""
     from transformers import AutoModel, AutoTokenizer
 
-    gguf = smollm2_gguf
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModel.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_gguf.parent, gguf_file=smollm2_gguf.name)
+    model = AutoModel.from_pretrained(smollm2_gguf.parent, gguf_file=smollm2_gguf.name, dtype=torch.float32).eval()
     return tokenizer, model
 
 
@@ -178,10 +177,9 @@ def test_smollm2_is_a_decoder_cached_as_a_folder_and_fingerprinted_by_content(sm
     from embedlab.models import converted_gguf_folder, gguf_sha256
 
     model = load_model("smollm2")
-    gguf = smollm2_gguf
     assert model.kind == "decoder" and model.num_layers == 30 and model.hidden_size == 576
-    assert model.path == converted_gguf_folder(gguf) and (model.path / "model.safetensors").exists()
-    assert model.fingerprint == "gguf-" + gguf_sha256(gguf)[:11]
+    assert model.path == converted_gguf_folder(smollm2_gguf) and (model.path / "model.safetensors").exists()
+    assert model.fingerprint == "gguf-" + gguf_sha256(smollm2_gguf)[:11]
     with pytest.raises(ValueError, match="template T0 needs a mask token and model 'smollm2' \\(decoder\\) has none"):
         embedlab.load("smollm2:template=T0")
 
