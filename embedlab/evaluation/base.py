@@ -22,7 +22,7 @@ from threadpoolctl import threadpool_limits
 from embedlab.errors import InputError, InputTypeError
 from embedlab.data import DataFormatError
 from embedlab.data.reading import special_file_kind
-from embedlab.evaluation.records import Record
+from embedlab.evaluation.records import Record, UnitScores
 from embedlab.runtime import cache_key
 from embedlab.runtime.settings import solver_thread_count
 
@@ -232,8 +232,9 @@ class Task:
         only for a task that declares ``needs_reference``."""
         raise NotImplementedError(f"task {self.name} does not compare a method with a reference method")
 
-    def record(self, method: Method, subset: str, metric: str, value: float, n: int) -> Record:
-        return Record(method.spec, self.name, self.dataset, subset, metric, float(value), int(n))
+    def record(self, method: Method, subset: str, metric: str, value: float, n: int,
+               units: UnitScores | None = None) -> Record:
+        return Record(method.spec, self.name, self.dataset, subset, metric, float(value), int(n), units=units)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.dataset!r})"

@@ -21,7 +21,7 @@ import csv
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from embedlab.errors import InputError
@@ -163,7 +163,7 @@ def write_records(paper: str, records: Iterable[StoredRecord], folder: Path = RE
 
     check_paper(paper)
     unique = {record.key: record for record in records}
-    lines = [json.dumps(asdict(unique[key]), ensure_ascii=False) for key in sorted(unique)]
+    lines = [json.dumps(unique[key].as_dict(), ensure_ascii=False) for key in sorted(unique)]
     path = folder / f"{paper}.jsonl"
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
