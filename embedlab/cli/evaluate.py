@@ -66,8 +66,12 @@ def run_eval(args: argparse.Namespace) -> int:
 
     if args.engine != "ray" and (args.address or args.workers):
         raise InputError("--address and --workers are options of --engine ray")
+    rerank = load_method(args.rerank) if args.rerank else None
     tasks = parse_tasks(args.tasks, seed=args.seed, pair_features=args.pair_features,
-                        layout="line" if args.groups_per_line else "column", product=args.product)
+                        layout="line" if args.groups_per_line else "column", product=args.product,
+                        split=args.split, k=args.k, run_out=args.run_out, rerank=rerank, rerank_depth=args.rerank_depth,
+                        corpus_vectors=args.corpus_vectors)
+    _check_retrieval_flags(args, tasks)
     methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work
     db = None if args.no_db else ResultsDB(args.db)
     session = contextlib.nullcontext()
@@ -80,6 +84,16 @@ def run_eval(args: argparse.Namespace) -> int:
         run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection)
     print_records(_shape(_filter(run.records, args), args), args.format)
     return 0
+
+
+def _check_retrieval_flags(args: argparse.Namespace, tasks: list) -> None:
+    retrieval = [task for task in tasks if task.name == "retrieval"]
+    given = [flag for flag, value in (("--run-out", args.run_out), ("--rerank", args.rerank), ("--corpus-vectors", args.corpus_vectors))
+             if value]
+    if given and not retrieval:
+        raise InputError(f"{given[0]} is an option of retrieval tasks; --tasks selects none")
+    if (args.run_out or args.corpus_vectors) and (len(retrieval) > 1 or len(args.specs) > 1):
+        raise InputError("--run-out and --corpus-vectors belong to one run: give one method and one retrieval task")
 
 
 def _shape(records: list[Record], args: argparse.Namespace) -> list[Record]:
@@ -125,6 +139,18 @@ def _common(parser: argparse.ArgumentParser, with_format: bool = True) -> None:
                             help="only each dataset's headline number plus per-task averages (the pooling paper's Table 4 shape)")
 
 
+def _retrieval_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("retrieval (retrieval:qqp, retrieval:@BEIR_FOLDER; docs/evaluation.md)")
+    group.add_argument("--split", default="test", help="qrels split of a BEIR folder: qrels/SPLIT.tsv (default test)")
+    group.add_argument("--k", default="1,3,5,10,100", help="cut-offs of nDCG, MAP, MRR, recall, precision (default 1,3,5,10,100)")
+    group.add_argument("--run-out", metavar="FILE", default=None, help="write the first stage's run in TREC run format (qid Q0 docid rank score tag)")
+    group.add_argument("--rerank", metavar="SPEC", default=None,
+                       help="re-score the first stage's top documents with a pairwise method (match:minilm, match:minilm,mode=bertscore)")
+    group.add_argument("--rerank-depth", type=positive_int, default=100, help="how many first-stage documents --rerank re-scores (default 100)")
+    group.add_argument("--corpus-vectors", metavar="FOLDER", default=None,
+                       help="the corpus already embedded by `embed SPEC --input FOLDER/corpus.jsonl --out FOLDER` with the same spec")
+
+
 def add_cli(subparsers) -> None:
     """Register ``eval``, ``results`` and ``report`` on an argparse subparsers object."""
     evaluate_parser = subparsers.add_parser(
@@ -147,6 +173,7 @@ def add_cli(subparsers) -> None:
                                       "encoded (neural-embeddings paper Appendix F; subsets named SUBSET,product=dot)")
     evaluate_parser.add_argument("--intersection", action="store_true",
                                  help="triplets: also the Eq. 3 intersection of each method's broken triplets with the first method's")
+    _retrieval_options(evaluate_parser)
     evaluate_parser.add_argument("--engine", choices=("local", "ray"), default="local",
                                  help="ray: encode each task's unique texts on Ray actors (pip install 'embedlab[ray]'; docs/scale.md)")
     evaluate_parser.add_argument("--address", default=None, help="--engine ray: cluster to attach to (default $RAY_ADDRESS, else a local Ray)")

@@ -110,6 +110,7 @@ UNITS: dict[str, str] = {
     "distance": "a distance (normalised Euclidean distance 0–1, or a squared distance)",
     "count": "a whole number of items",
     "score": "a dimensionless score whose range the description states",
+    "seconds": "a wall time in seconds (it varies with the machine and its load)",
 }
 
 
@@ -205,6 +206,11 @@ class Task:
         A task keeps each option under an attribute of the same name."""
         defaults = inspect.signature(type(self).__init__).parameters
         return {name: getattr(self, name) for name in self.options if getattr(self, name) != defaults[name].default}
+
+    def reuses(self, stored: list[Record]) -> bool:
+        """Whether the rows stored under this task's settings serve this run (a task that must write a file of
+        its own, or add rows of another subset, says no)."""
+        return True
 
     def applies_to(self, method: Method) -> bool:
         return not (method.pairwise and self.needs_vectors)

@@ -27,6 +27,7 @@ from embedlab.evaluation.correlations import CorrelationsTask
 from embedlab.evaluation.geometry import AlignmentTask, IsotropyTask
 from embedlab.evaluation.pairs import PairsTask
 from embedlab.evaluation.records import Record
+from embedlab.evaluation.retrieval import RetrievalTask
 from embedlab.evaluation.sts import STSTask
 from embedlab.evaluation.triplets import TripletsTask
 
@@ -36,7 +37,7 @@ __all__ = ["Task", "Method", "Metric", "NotApplicableError", "TASKS", "TASK_FAMI
 # The one list of task families, in the order tables list them. A new task: a module and one line here.
 TASKS: tuple[type[Task], ...] = (
     STSTask, PairsTask, TripletsTask, CorrelationsTask, ClusteringTask, ClassificationTask, IsotropyTask,
-    AlignmentTask, AlignSimTask,
+    AlignmentTask, AlignSimTask, RetrievalTask,
 )
 TASK_FAMILIES: dict[str, type[Task]] = {task.name: task for task in TASKS}
 DEFAULT_DATASETS: dict[str, tuple[str, ...]] = {task.name: task.datasets for task in TASKS}
@@ -60,7 +61,8 @@ def headline_of(task: str, dataset: str) -> str | None:
 def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
     """Tasks from a selection such as ``"sts,pairs:mrpc,triplets:@groups.tsv"``, ``"all"`` or ``"quick"``.
 
-    ``options`` go to the tasks that declare them: ``seed`` (clustering, classification, alignsim),
+    ``options`` go to the tasks that declare them: ``seed`` (clustering, classification, alignsim), ``split``,
+    ``k``, ``run_out``, ``rerank`` (a loaded pairwise method), ``rerank_depth``, ``corpus_vectors`` (retrieval),
     ``pair_features`` (classification), ``layout`` (user grouped files: ``column`` or ``line``), ``product``
     (triplets, pairs, correlations: ``cosine`` or ``dot``).
     """
@@ -170,8 +172,9 @@ def _evaluate_one(run: EvaluationRun, method: Method, task: Task, *, db, force: 
     stored_settings = db.settings(method.spec, task.name, task.dataset) if db is not None else None
     if stored_settings is not None and db.identities(method.spec, task.name, task.dataset) != {identity}:
         stored_settings = _OTHER_IDENTITY
-    if stored_settings == settings and not force:
-        stored = [r for r in db.records(method.spec, task.name, task.dataset) if not r.subset.startswith("vs ")]
+    stored = [r for r in db.records(method.spec, task.name, task.dataset) if not r.subset.startswith("vs ")] \
+        if stored_settings == settings and not force else None
+    if stored is not None and task.reuses(stored):
         run.records += stored
         run.reused.append((method.spec, task.name, task.dataset))
         say(f"reuse {task.name}/{task.dataset} for {method.spec} ({len(stored)} stored records)")

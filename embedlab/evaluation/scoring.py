@@ -82,7 +82,7 @@ def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32) 
     return _STORE.get(_cache_key(method, "encode", texts), compute)
 
 
-def _score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int) -> np.ndarray:
+def score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
     """``method.similarity_pairs(pairs)`` in ONE call (float32, one score per pair), cached on disk."""
 
     def compute() -> np.ndarray:
@@ -129,7 +129,7 @@ class PairScorer:
         self.pairwise = bool(method.pairwise)
         if self.pairwise:
             distinct = list(dict.fromkeys(pair for pairs in pair_lists for pair in pairs))
-            self._scores = dict(zip(distinct, _score_pairs(method, distinct, batch_size).astype(np.float64)))
+            self._scores = dict(zip(distinct, score_pairs(method, distinct, batch_size).astype(np.float64)))
         else:
             sides = [[pair[side] for pair in pairs] for pairs in pair_lists for side in (0, 1)]
             self._encoded = Encoded(method, *sides, batch_size=batch_size)

@@ -65,6 +65,12 @@ class EmbeddingMethod:
     def fingerprint(self) -> str:
         raise NotImplementedError
 
+    @property
+    def fits_on_target(self) -> bool:
+        """Whether ``encode(texts)`` fits statistics on ``texts`` themselves (idf^T, a post-processing step without
+        ``@ref``, not yet fitted): such a method must see a whole target set in one call, never block by block."""
+        return False
+
     def similarity_pairs(
         self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None
     ) -> np.ndarray:

@@ -29,6 +29,10 @@ class ConcatMethod(VectorMethod):
     def dimension(self) -> int:
         return sum(part.dimension for part in self.parts)
 
+    @property
+    def fits_on_target(self) -> bool:
+        return any(part.fits_on_target for part in self.parts)
+
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         blocks = [part.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, normalize_embeddings=True) for part in self.parts]
         return np.hstack(blocks) / np.float32(np.sqrt(len(blocks)))

@@ -32,7 +32,7 @@ from embedlab.methods.base import Family, VectorMethod, check_texts
 from embedlab.models import LoadedModel, ModelTraits, load_model, model_traits
 from embedlab.pooling.aggregation import AGGREGATIONS, FlatTokens
 from embedlab.pooling.pipeline import WEIGHTINGS, PoolingPipeline, TokenSelection
-from embedlab.pooling.postprocess import Chain, parse_chain, read_safetensors, validate_chain
+from embedlab.pooling.postprocess import Chain, make_step, parse_chain, read_safetensors, validate_chain
 from embedlab.pooling.sources import (AvgTokens, ContextualTokens, DistilledTokens, ImportedStaticTokens, MixedTokens, PromptSetTokens,
                                      RandomTokens, TokenSource, resolve_layers)
 from embedlab.pooling.static_folders import StaticModelFolder, load_static_model
@@ -261,6 +261,12 @@ class PooledMethod(VectorMethod):
     @property
     def is_fitted(self) -> bool:
         return hasattr(self, "chain_")
+
+    @property
+    def fits_on_target(self) -> bool:
+        pipeline = self.pipeline
+        return not self.is_fitted and (pipeline.selection.weighting == "idf-target" or any(
+            not on_reference and make_step(name).needs_fit for name, on_reference in pipeline.post))
 
     @property
     def fingerprint(self) -> str:

@@ -22,6 +22,11 @@ def _small_tasks(folder: Path) -> dict[str, list[Task]]:
     scored.write_text("".join(f"text {k}\tother {k % 5}\t{k % 2}\n" for k in range(12)))
     grouped = folder / "grouped.tsv"
     grouped.write_text("".join(f"{k % 3}\tmember {k}\n" for k in range(12)))
+    beir = folder / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text("".join(f'{{"_id": "d{k}", "text": "document number {k}"}}\n' for k in range(12)))
+    (beir / "queries.jsonl").write_text("".join(f'{{"_id": "q{k}", "text": "query number {k}"}}\n' for k in range(4)))
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{k}\td{3 * k}\t1\n" for k in range(4)))
     labelled = folder / "labelled.tsv"
     labelled.write_text("".join(f"{k % 2}\tsentence number {k}\n" for k in range(24)))
     file_tasks = parse_tasks(f"sts:@{scored},pairs:@{scored},correlations:@{scored},triplets:@{grouped}")
@@ -33,6 +38,7 @@ def _small_tasks(folder: Path) -> dict[str, list[Task]]:
         "isotropy": parse_tasks("isotropy"),
         "alignment": parse_tasks("alignment"),
         "alignsim": AlignSimSetup(sampling=sampling).tasks(),
+        "retrieval": parse_tasks(f"retrieval:@{beir}", rerank=FakeMethod(spec="fake-pairs", pairwise=True), rerank_depth=3),
     }
 
 

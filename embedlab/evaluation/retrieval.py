@@ -1,0 +1,207 @@
+"""Retrieval: rank a corpus for every query by the method's own similarity, score the run as trec_eval does.
+
+Datasets: ``qqp`` (duplicate-question retrieval built from the QQP sample as MTEB's QuoraRetrieval is,
+:func:`embedlab.data.beir.qqp_retrieval`) or a user's BEIR folder (``retrieval:@FOLDER``, split ``test``
+unless ``split=``). The first stage is exact search (:mod:`embedlab.evaluation.search`) over the corpus
+encoded block by block (each block cached, so an interrupted run resumes; a method that fits statistics on
+its target encodes queries and corpus in one call instead), or over a shard folder that ``embed --out``
+wrote with the same method. ``rerank`` re-scores the first stage's top ``rerank_depth`` with a pairwise
+method (token-level matching, BERTScore); its rows are stored under subset ``rerank:<spec>@<depth>``.
+
+Every metric record keeps its per-query values (``UnitScores("queries", "mean", …)``): the value is their mean.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from embedlab.data.beir import RetrievalSet, beir_folder, folder_digest, qqp_retrieval
+from embedlab.errors import InputError
+from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task
+from embedlab.evaluation.ranking import DEFAULT_CUTOFFS, MEASURES, parse_cutoffs, per_query_metrics, trec_order, write_trec_run
+from embedlab.evaluation.records import Record, UnitScores
+from embedlab.evaluation.scoring import encode_texts, score_pairs, unit_rows
+from embedlab.evaluation.search import DOC_BLOCK, id_priorities, top_k
+
+_MEASURE_TEXT = {
+    "ndcg": "nDCG at k (trec_eval ndcg_cut), graded gains, 0–1",
+    "map": "mean average precision over the top k (trec_eval map_cut), 0–1",
+    "mrr": "reciprocal rank of the first relevant document within the top k, 0–1",
+    "recall": "share of the relevant documents found in the top k (trec_eval recall), 0–1",
+    "precision": "share of the top k that is relevant (trec_eval P), 0–1",
+}
+SEARCHES = ("exact",)
+
+
+class RetrievalTask(Task):
+    """A corpus ranked for every judged query; nDCG, MAP, MRR, recall and precision at each cut-off k."""
+
+    name = "retrieval"
+    description = "rank a corpus for each query by similarity; trec_eval's nDCG, MAP, MRR, recall, precision at k"
+    datasets = ("qqp",)
+    options = ("split", "k", "run_out", "rerank", "rerank_depth", "corpus_vectors")
+    user_files = True
+    parsing_options = ("split",)
+    headline = "ndcg@10"
+    metrics = {
+        "queries": Metric("judged queries evaluated", "", "count", "count"),
+        "skipped_queries": Metric("queries without any judgement, skipped (as BEIR skips them)", "", "count", "count"),
+        "documents": Metric("documents in the corpus", "", "count", "count"),
+        "rerank_seconds_per_query": Metric("wall time of the rerank stage per query, seconds", "lower", unit="seconds"),
+    }
+
+    def __init__(self, dataset: str, *, path: str | None = None, split: str = "test", k: str | tuple = DEFAULT_CUTOFFS,
+                 run_out: str | None = None, rerank: Method | None = None, rerank_depth: int = 100,
+                 corpus_vectors: str | None = None) -> None:
+        super().__init__(dataset)
+        self.path, self.split, self.run_out, self.corpus_vectors = path, split, run_out, corpus_vectors
+        self.k = parse_cutoffs(k)
+        if path is None and dataset not in self.datasets:
+            raise InputError(f"unknown retrieval dataset {dataset!r}; expected one of {', '.join(self.datasets)} or @FOLDER")
+        if rerank is not None and not getattr(rerank, "pairwise", False):
+            raise InputError(f"--rerank needs a pairwise method (match:…, match:…,mode=bertscore); {rerank.spec!r} has no "
+                             "pairwise score of its own (its pair score is the cosine the first stage already ranks by)")
+        if rerank_depth < 1:
+            raise InputError(f"--rerank-depth must be a positive integer, got {rerank_depth}")
+        self.rerank, self.rerank_depth = rerank, int(rerank_depth)
+
+    @classmethod
+    def metric(cls, name: str) -> Metric:
+        measure, _, cutoff = name.partition("@")
+        if measure in _MEASURE_TEXT and cutoff.isdigit():
+            return Metric(_MEASURE_TEXT[measure].replace(" k", f" {cutoff}"), unit="fraction")
+        return super().metric(name)
+
+    @classmethod
+    def user_dataset_name(cls, path: Path, options: dict) -> str:
+        """``folder@digest``: the content of the three files the split reads, so another folder of the same name,
+        or another split, never shares stored results."""
+        return f"{path.name}@{folder_digest(path, options.get('split', 'test'))[:8]}"
+
+    def settings(self) -> dict:
+        """What changes the stored numbers: the split and the cut-offs (a rerank adds rows of its own subset;
+        where the run is written and where the corpus vectors came from change nothing)."""
+        settings = {}
+        if self.split != "test":
+            settings["split"] = self.split
+        if self.k != DEFAULT_CUTOFFS:
+            settings["k"] = ",".join(map(str, self.k))
+        return settings
+
+    @property
+    def rerank_subset(self) -> str | None:
+        return f"rerank:{self.rerank.spec}@{self.rerank_depth}" if self.rerank is not None else None
+
+    def reuses(self, stored: list[Record]) -> bool:
+        """Stored rows serve unless the run file is asked for or the asked-for rerank is missing."""
+        return self.run_out is None and (self.rerank is None or any(r.subset == self.rerank_subset for r in stored))
+
+    def load(self) -> RetrievalSet:
+        if self.path is not None:
+            return beir_folder(self.path, self.split)
+        if self.split != "test":
+            raise InputError(f"retrieval:{self.dataset} has only the split 'test'")
+        return qqp_retrieval()
+
+    # -- the run ----------------------------------------------------------------------------------------
+    def run(self, method: Method) -> list[Record]:
+        self.check(method)
+        data = self.load()
+        query_ids = list(data.queries)
+        depth = max(max(self.k), self.rerank_depth if self.rerank is not None else 0)
+        exclude = None
+        if data.ignore_identical_ids:
+            position = {doc_id: index for index, doc_id in enumerate(data.doc_ids)}
+            exclude = np.array([position.get(query_id, -1) for query_id in query_ids], dtype=np.int64)
+        queries, blocks = self._vectors(method, data)
+        indices, scores = top_k(queries, blocks, depth, id_priorities(data.doc_ids), exclude=exclude)
+        ranked = {query_id: [data.doc_ids[i] for i in row if i >= 0] for query_id, row in zip(query_ids, indices)}
+        if self.run_out is not None:
+            write_trec_run(self.run_out, query_ids, [ranked[q][:max(self.k)] for q in query_ids],
+                           scores[:, :max(self.k)], method.spec)
+        records = self._counts(method, data, "all") + self._metric_records(method, "all", ranked, data)
+        if self.rerank is not None:
+            records += self._reranked(method, data, ranked)
+        return records
+
+    def _vectors(self, method: Method, data: RetrievalSet) -> tuple[np.ndarray, Iterator[np.ndarray]]:
+        """Unit query rows and the corpus's unit rows block by block (inner products are cosines)."""
+        query_texts = list(data.queries.values())
+        if self.corpus_vectors is not None:
+            return _unit32(encode_texts(method, query_texts)), iter([_unit32(_stored_corpus(method, data, self.corpus_vectors))])
+        if getattr(method, "fits_on_target", False):  # fitted on its target texts (a user's own model: never): one encode, as every task does
+            documents = [text for block in data.document_blocks(DOC_BLOCK) for text in block]
+            vectors = encode_texts(method, query_texts + documents)
+            return _unit32(vectors[:len(query_texts)]), iter([_unit32(vectors[len(query_texts):])])
+        blocks = (_unit32(encode_texts(method, block)) for block in data.document_blocks(DOC_BLOCK))
+        return _unit32(encode_texts(method, query_texts)), blocks
+
+    def _counts(self, method: Method, data: RetrievalSet, subset: str) -> list[Record]:
+        return [self.record(method, subset, "queries", len(data.queries), len(data.queries)),
+                self.record(method, subset, "skipped_queries", data.skipped_queries, len(data.queries)),
+                self.record(method, subset, "documents", data.size, data.size)]
+
+    def _metric_records(self, method: Method, subset: str, ranked: dict[str, list[str]], data: RetrievalSet) -> list[Record]:
+        values = per_query_metrics(ranked, data.qrels, self.k)
+        return [self.record(method, subset, metric, float(per_query.mean()), len(per_query),
+                            units=UnitScores("queries", "mean", {"score": per_query}))
+                for metric, per_query in values.items()]
+
+    def _reranked(self, method: Method, data: RetrievalSet, ranked: dict[str, list[str]]) -> list[Record]:
+        """The first stage's top ``rerank_depth`` of each query re-ordered by the pairwise method's score."""
+        documents = _document_texts(data, {doc for run in ranked.values() for doc in run[:self.rerank_depth]})
+        pairs = [(data.queries[q], documents[d]) for q, run in ranked.items() for d in run[:self.rerank_depth]]
+        started = time.perf_counter()
+        scores = score_pairs(self.rerank, pairs)
+        seconds = (time.perf_counter() - started) / max(1, len(ranked))
+        reranked, offset = {}, 0
+        for query_id, run in ranked.items():
+            head = run[:self.rerank_depth]
+            order = trec_order(head, scores[offset:offset + len(head)])
+            reranked[query_id] = [head[i] for i in order] + run[self.rerank_depth:]
+            offset += len(head)
+        subset = self.rerank_subset
+        return (self._metric_records(method, subset, reranked, data)
+                + [self.record(method, subset, "rerank_seconds_per_query", seconds, len(ranked))])
+
+    def check(self, method: Method) -> None:
+        if method.pairwise:
+            raise NotApplicableError(f"retrieval needs embedding vectors for its first stage, but {method.spec!r} is a "
+                                     f"pairwise method; rerank with it instead (--rerank {method.spec})")
+
+
+def _unit32(vectors: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(unit_rows(vectors), dtype=np.float32)
+
+
+def _document_texts(data: RetrievalSet, wanted: set[str]) -> dict[str, str]:
+    """The texts of the ``wanted`` documents, read from the corpus in one pass."""
+    texts, ids = {}, iter(data.doc_ids)
+    for block in data.document_blocks(DOC_BLOCK):
+        for text in block:
+            doc_id = next(ids)
+            if doc_id in wanted:
+                texts[doc_id] = text
+    return texts
+
+
+def _stored_corpus(method: Method, data: RetrievalSet, folder: str) -> np.ndarray:
+    """The corpus vectors of a shard folder ``embed --out`` wrote with this very method over this corpus."""
+    from embedlab.engines.shards import OutputFolder, read_shards
+
+    manifest = OutputFolder(folder).read_manifest() or {}
+    if manifest.get("spec") != method.spec or manifest.get("method_fingerprint") != method.fingerprint:
+        raise InputError(f"--corpus-vectors {folder} holds {manifest.get('spec')!r} vectors (model {manifest.get('method_fingerprint')}), "
+                         f"not {method.spec!r} ({method.fingerprint}); embed the corpus with the same spec")
+    if method.fits_on_target:
+        raise InputError(f"--corpus-vectors: {method.spec!r} fits statistics on its target texts, so stored corpus vectors "
+                         "cannot be matched by queries encoded here; drop --corpus-vectors")
+    ids, vectors = read_shards(folder)
+    if [str(i) for i in ids] != data.doc_ids:
+        raise InputError(f"--corpus-vectors {folder}: its ids are not the corpus's document ids in corpus order "
+                         f"({len(ids)} rows for {data.size} documents); embed this corpus.jsonl")
+    return vectors

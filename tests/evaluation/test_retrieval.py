@@ -1,0 +1,97 @@
+"""The retrieval task: a hand-computed case, its run equal to trec_eval's reading of it, reranking, storage."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import pytrec_eval
+from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
+
+from embedlab.errors import InputError
+from embedlab.evaluation import evaluate, parse_tasks
+from embedlab.evaluation.base import NotApplicableError
+from embedlab.results.database import ResultsDB
+
+ROOT_HALF = np.float32(1 / np.sqrt(2))
+DOCUMENTS = {"a": ("alpha", [1, 0]), "b": ("beta", [1, 0]), "c": ("gamma", [0, 1]), "d": ("delta", [ROOT_HALF, ROOT_HALF])}
+QUERIES = {"q1": ("first", [1, 0]), "d": ("fourth", [1, 1]), "q3": ("third", [0, 1]), "q4": ("unjudged", [1, 0])}
+QRELS = [("q1", "a", 2), ("q1", "c", 1), ("d", "a", 1), ("d", "b", 3), ("q3", "c", 0)]
+
+
+@pytest.fixture
+def folder(tmp_path):
+    root = tmp_path / "hand"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n" for i, (t, _) in DOCUMENTS.items()))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": i, "text": t}) + "\n" for i, (t, _) in QUERIES.items()))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in QRELS))
+    return root
+
+
+def fake() -> FakeMethod:
+    return FakeMethod({text: np.array(vector, np.float32) for text, vector in [*DOCUMENTS.values(), *QUERIES.values()]}, dim=2)
+
+
+def metrics(records, subset="all"):
+    return {r.metric: r.value for r in records if r.subset == subset}
+
+
+def test_hand_computed_case_and_trec_eval_on_the_run(folder, tmp_path):
+    """q1 = (1, 0): a and b tie at 1.0 and b (the larger id) comes first, so the cut-off at 1 keeps b (not
+    relevant); q 'd' = (1, 1)/√2 never retrieves document 'd' (its own id) and ties a, b, c: order c, b, a;
+    q3 is judged only 0: kept, scoring 0; q4 has no judgement: skipped and counted."""
+    run_file = tmp_path / "run.trec"
+    (task,) = parse_tasks(f"retrieval:@{folder}", k="1,3", run_out=str(run_file))
+    records = task.run(fake())
+    values = metrics(records)
+    log3 = np.log2(3)
+    ndcg_q1, ndcg_d = (2 / log3) / (2 + 1 / log3), (3 / log3 + 1 / 2) / (3 + 1 / log3)
+    assert (values["queries"], values["skipped_queries"], values["documents"]) == (3, 1, 4)
+    assert values["ndcg@3"] == pytest.approx((ndcg_q1 + ndcg_d + 0) / 3)
+    assert values["map@3"] == pytest.approx(((1 / 2) / 2 + (1 / 2 + 2 / 3) / 2 + 0) / 3)
+    assert values["mrr@3"] == pytest.approx((1 / 2 + 1 / 2 + 0) / 3)
+    assert values["recall@3"] == pytest.approx((1 / 2 + 1 + 0) / 3)
+    assert values["precision@3"] == pytest.approx((1 / 3 + 2 / 3 + 0) / 3)
+    assert all(values[f"{m}@1"] == 0 for m in ("ndcg", "map", "mrr", "recall", "precision"))
+    lines = [line.split() for line in run_file.read_text().splitlines()]
+    assert [line[2] for line in lines if line[0] == "d"] == ["c", "b", "a"]
+    run = {}
+    for query, _, doc, _, score, _ in lines:
+        run.setdefault(query, {})[doc] = float(score)
+    qrels = {}
+    for query, doc, grade in QRELS:
+        qrels.setdefault(query, {})[doc] = grade
+    reference = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.1,3", "map_cut.1,3", "recall.1,3", "P.1,3"}).evaluate(run)
+    for ours, theirs in (("ndcg@3", "ndcg_cut_3"), ("map@3", "map_cut_3"), ("recall@3", "recall_3"), ("precision@3", "P_3"),
+                         ("ndcg@1", "ndcg_cut_1")):
+        assert values[ours] == pytest.approx(np.mean([reference[q][theirs] for q in reference]), abs=1e-6)
+    per_query = next(r for r in records if r.metric == "ndcg@3").units
+    assert (per_query.resampled, per_query.statistic, len(per_query)) == ("queries", "mean", 3)
+
+
+def test_rerank_rows_have_their_own_subset_and_never_replace_the_first_stage(folder, tmp_path):
+    db = ResultsDB(tmp_path / "results.sqlite")
+    vectors = {text: np.array(vector, np.float32) for text, vector in [*DOCUMENTS.values(), *QUERIES.values()]}
+    reranker = FakeMethod(vectors | {"beta": np.array([0, 1], np.float32)}, dim=2, spec="swap", pairwise=True)
+    first = evaluate([fake()], parse_tasks(f"retrieval:@{folder}", k="3"), db=db)
+    again = evaluate([fake()], parse_tasks(f"retrieval:@{folder}", k="3", rerank=reranker, rerank_depth=2), db=db)
+    assert not again.reused  # the rerank rows were missing: run, first stage included
+    subset = "rerank:swap@2"
+    stored = db.records("fake", "retrieval")
+    assert metrics(stored) == metrics(first.records)
+    assert metrics(stored, subset)["rerank_seconds_per_query"] >= 0
+    # q1's top 2 (b, a) re-scored: a first now, a relevant document at rank 1
+    assert metrics(stored, subset)["mrr@3"] == pytest.approx((1 + 1 / 2 + 0) / 3)
+    assert metrics(stored)["mrr@3"] == pytest.approx((1 / 2 + 1 / 2 + 0) / 3)
+    third = evaluate([fake()], parse_tasks(f"retrieval:@{folder}", k="3", rerank=reranker, rerank_depth=2), db=db)
+    assert third.reused
+
+
+def test_pairwise_methods_are_refused_where_they_cannot_serve(folder):
+    with pytest.raises(InputError, match="--rerank needs a pairwise method"):
+        parse_tasks(f"retrieval:@{folder}", rerank=FakeMethod(spec="vectors"))
+    (task,) = parse_tasks(f"retrieval:@{folder}")
+    with pytest.raises(NotApplicableError, match="rerank with it instead"):
+        task.run(FakeMethod(pairwise=True))
