@@ -7,7 +7,8 @@ after it; :meth:`Corpus.scan` validates the whole file once (before any encoding
 fast) and returns the position where each shard starts, and :meth:`Corpus.records` can start at any of
 those positions (a byte offset for the line formats, a row index for Parquet).
 
-Every text has an id: the file's own ``id`` field/column when it has one (all integers or all strings,
+Every text has an id: the file's own ``id`` field/column when it has one (a JSON record with ``_id`` is a BEIR
+corpus record: ``_id`` is its id and ``(title + " " + text).strip()`` its text) (all integers or all strings,
 no duplicates), otherwise where the text came from (the 1-based line of a line format, the 1-based row
 of a Parquet file). Bad input raises :class:`~embedlab.data.DataFormatError` naming the file and line
 (or row): invalid UTF-8, invalid JSON, a missing or empty ``text``, an ``id`` of the wrong type, a
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from embedlab.data import DataFormatError, json_object, unicode_problem
+from embedlab.data.beir import document_text
 from embedlab.data.reading import special_file_kind
 from embedlab.errors import InputError
 
@@ -197,6 +199,8 @@ class Corpus:
         row = json_object(line, f"{self.source}:{number}")
         if "text" not in row:
             raise DataFormatError(f"{self.source}:{number}: the record has no 'text' field")
+        if "_id" in row and "id" not in row:  # a BEIR corpus.jsonl record: its id, and the text retrieval reads
+            row = {"id": row["_id"], "text": _beir_text(row, f"{self.source}:{number}")}
         text = self._text(row["text"], number)
         if "id" not in row:
             return Record(number, text, number, after)
@@ -310,6 +314,13 @@ class Corpus:
                 else:
                     _check_id(ids[position], f"{self.source}: row {row}")
                     yield Record(ids[position], text, row, (row, row), True)
+
+
+def _beir_text(row: dict, where: str) -> object:
+    """``(title + " " + text).strip()``, as BEIR and MTEB (and the retrieval task) build a document."""
+    if not isinstance(row.get("title") or "", str) or not isinstance(row["text"], str):
+        raise DataFormatError(f"{where}: 'title' and 'text' must be strings")
+    return document_text(row.get("title"), row["text"])
 
 
 _INT64 = (-(2**63), 2**63 - 1)

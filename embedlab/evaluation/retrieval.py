@@ -131,14 +131,18 @@ class RetrievalTask(Task):
     def _vectors(self, method: Method, data: RetrievalSet) -> tuple[np.ndarray, Iterator[np.ndarray]]:
         """Unit query rows and the corpus's unit rows block by block (inner products are cosines)."""
         query_texts = list(data.queries.values())
-        if self.corpus_vectors is not None:
-            return _unit32(encode_texts(method, query_texts)), iter([_unit32(_stored_corpus(method, data, self.corpus_vectors))])
-        if getattr(method, "fits_on_target", False):  # fitted on its target texts (a user's own model: never): one encode, as every task does
+        if getattr(method, "fits_on_target", False):  # statistics of its target texts (a user's own model: none):
+            # queries and corpus in one encode, as every task encodes its dataset
+            if getattr(method, "prompts", {}):
+                raise InputError(f"{method.spec}: a method with query/document prompts that fits statistics on its target texts "
+                                 "cannot encode both sides in one call; fit it first (method.fit(corpus)) or fit on WikiText-2 (@ref)")
             documents = [text for block in data.document_blocks(DOC_BLOCK) for text in block]
             vectors = encode_texts(method, query_texts + documents)
             return _unit32(vectors[:len(query_texts)]), iter([_unit32(vectors[len(query_texts):])])
-        blocks = (_unit32(encode_texts(method, block)) for block in data.document_blocks(DOC_BLOCK))
-        return _unit32(encode_texts(method, query_texts)), blocks
+        queries = _unit32(encode_texts(method, query_texts, role="query"))
+        if self.corpus_vectors is not None:
+            return queries, iter([_unit32(_stored_corpus(method, data, self.corpus_vectors))])
+        return queries, (_unit32(encode_texts(method, block, role="document")) for block in data.document_blocks(DOC_BLOCK))
 
     def _counts(self, method: Method, data: RetrievalSet, subset: str) -> list[Record]:
         return [self.record(method, subset, "queries", len(data.queries), len(data.queries)),
@@ -197,6 +201,9 @@ def _stored_corpus(method: Method, data: RetrievalSet, folder: str) -> np.ndarra
     if manifest.get("spec") != method.spec or manifest.get("method_fingerprint") != method.fingerprint:
         raise InputError(f"--corpus-vectors {folder} holds {manifest.get('spec')!r} vectors (model {manifest.get('method_fingerprint')}), "
                          f"not {method.spec!r} ({method.fingerprint}); embed the corpus with the same spec")
+    if "document" in getattr(method, "prompts", {}):
+        raise InputError(f"--corpus-vectors: {method.spec!r} encodes documents with its doc_template, which `embed` does not "
+                         "apply; drop --corpus-vectors")
     if method.fits_on_target:
         raise InputError(f"--corpus-vectors: {method.spec!r} fits statistics on its target texts, so stored corpus vectors "
                          "cannot be matched by queries encoded here; drop --corpus-vectors")

@@ -64,14 +64,19 @@ def _cache_key(method: Method, kind: str, texts: Sequence[str]) -> str:
     return runtime.cache_key(kind, method_identity(method), runtime.texts_digest(texts))
 
 
-def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
-    """``method.encode(texts)`` in ONE call (float32, one row per text), cached on disk."""
+def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32, role: str | None = None) -> np.ndarray:
+    """``method.encode(texts)`` in ONE call (float32, one row per text), cached on disk.
+
+    ``role`` (``query`` or ``document``): the side of an asymmetric search; a method with a prompt of that name
+    (``method.prompts``) encodes with it, under a cache key of its own."""
     if method.pairwise:
         raise NotApplicableError(f"{method.spec!r} is a pairwise method and produces no embedding vectors")
     texts = list(texts)
+    prompted = {"prompt_name": role} if role is not None and role in getattr(method, "prompts", {}) else {}
 
     def compute() -> np.ndarray:
-        vectors = np.asarray(method.encode(texts, batch_size=batch_size, show_progress_bar=runtime.show_progress()), dtype=np.float32)
+        vectors = np.asarray(method.encode(texts, batch_size=batch_size, show_progress_bar=runtime.show_progress(), **prompted),
+                             dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise InputError(f"{method.spec!r}.encode returned shape {vectors.shape} for {len(texts)} texts")
         if not np.all(np.isfinite(vectors)):
@@ -79,7 +84,7 @@ def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32) 
             raise InputError(f"{method.spec!r}.encode returned a non-finite embedding for text {bad}: {texts[bad][:80]!r}")
         return vectors
 
-    return _STORE.get(_cache_key(method, "encode", texts), compute)
+    return _STORE.get(_cache_key(method, f"encode:{role}" if prompted else "encode", texts), compute)
 
 
 def score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int = 32) -> np.ndarray:

@@ -136,14 +136,14 @@ class VectorMethod(EmbeddingMethod):
 
         A list gives a float32 array ``(n, d)`` (a tensor with ``convert_to_tensor``, a list of 1-D tensors
         with ``convert_to_numpy=False``); a single string gives one 1-D vector. ``normalize`` is the older
-        name of ``normalize_embeddings``. Keywords that would change the result and that embedlab does not
-        implement (prompts, quantised precisions, token embeddings, truncation) are refused rather than
-        silently ignored."""
+        name of ``normalize_embeddings``. ``prompt`` (a prefix) or ``prompt_name`` (one of :attr:`prompts`)
+        encode with a prompt where the family takes one. Keywords that would change the result and that
+        embedlab does not implement (quantised precisions, token embeddings, truncation) are refused rather
+        than silently ignored."""
         unsupported = sorted(set(kwargs) - _IGNORED_ENCODE_KEYWORDS)
         if unsupported:
             raise InputTypeError(f"{self.spec}: encode() got unsupported keyword(s) {', '.join(unsupported)}")
-        if prompt or prompt_name:
-            raise InputError(f"{self.spec}: prompts are not supported (they would change the embeddings); pass the texts as they are")
+        prompt_text = self.prompt_text(prompt, prompt_name)
         if precision != "float32":
             raise InputError(f"{self.spec}: precision={precision!r} is not supported; only 'float32'")
         if output_value != "sentence_embedding":
@@ -155,7 +155,9 @@ class VectorMethod(EmbeddingMethod):
         single = isinstance(sentences, str)
         texts = check_texts([sentences] if single else sentences)
         if texts:
-            vectors = np.asarray(self._encode(texts, batch_size, show_progress_bar), dtype=np.float32)
+            encoded = self._encode(texts, batch_size, show_progress_bar) if prompt_text is None \
+                else self._encode_prompted(texts, batch_size, show_progress_bar, prompt_text)
+            vectors = np.asarray(encoded, dtype=np.float32)
         else:
             vectors = np.zeros((0, self.dimension), dtype=np.float32)
         if normalize_embeddings or normalize:
@@ -169,6 +171,41 @@ class VectorMethod(EmbeddingMethod):
 
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         raise NotImplementedError
+
+    # -- prompts (asymmetric encoding: a query side and a document side) ---------------------------------
+    @property
+    def prompts(self) -> dict[str, str]:
+        """Named prompts, as sentence-transformers' ``model.prompts``: ``{"query": …, "document": …}`` for a
+        spec with ``query_template=``/``doc_template=``; empty for a method that takes none."""
+        return {}
+
+    def prompt_text(self, prompt: str | None, prompt_name: str | None) -> str | None:
+        """The prompt an ``encode`` call asks for: ``prompt`` itself (a prefix, as in sentence-transformers; it
+        wins over ``prompt_name``), the prompt named ``prompt_name``, or None."""
+        if prompt:
+            return prompt
+        if prompt_name is None:
+            return None
+        if prompt_name not in self.prompts:
+            offered = ", ".join(self.prompts) or "none: give it query_template= / doc_template= in the spec"
+            raise InputError(f"{self.spec}: prompt_name={prompt_name!r} is not one of this method's prompts ({offered})")
+        return self.prompts[prompt_name]
+
+    def _encode_prompted(self, texts: list[str], batch_size: int, show_progress_bar: bool | None, prompt: str) -> np.ndarray:
+        raise InputError(f"{self.spec}: this family takes no prompt (it would change the embeddings); pass the texts as they are")
+
+    def encode_query(self, sentences: str | Sequence[str], **options: object) -> np.ndarray | torch.Tensor | list[torch.Tensor]:
+        """``encode`` with the method's ``query`` prompt, if it has one (sentence-transformers' ``encode_query``)."""
+        return self._encode_role("query", sentences, options)
+
+    def encode_document(self, sentences: str | Sequence[str], **options: object) -> np.ndarray | torch.Tensor | list[torch.Tensor]:
+        """``encode`` with the method's ``document`` prompt, if it has one (sentence-transformers' ``encode_document``)."""
+        return self._encode_role("document", sentences, options)
+
+    def _encode_role(self, role: str, sentences: str | Sequence[str], options: dict) -> np.ndarray | torch.Tensor | list[torch.Tensor]:
+        if role in self.prompts and not options.get("prompt") and options.get("prompt_name") is None:
+            options = {**options, "prompt_name": role}
+        return self.encode(sentences, **options)
 
     def similarity(self, emb_a: object, emb_b: object = None) -> torch.Tensor:
         """Cosine matrix ``(len(emb_a), len(emb_b))`` of two sets of embeddings, as sentence-transformers'

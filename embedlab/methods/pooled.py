@@ -29,6 +29,7 @@ from safetensors.numpy import save as safetensors_save
 from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.errors import InputError
 from embedlab.methods.base import Family, VectorMethod, check_texts
+from embedlab.methods.prompts import ROLE_OPTIONS, prompted_pipeline, role_prompts, user_prompts_digest
 from embedlab.models import LoadedModel, ModelTraits, load_model, model_traits
 from embedlab.pooling.aggregation import AGGREGATIONS, FlatTokens
 from embedlab.pooling.pipeline import WEIGHTINGS, PoolingPipeline, TokenSelection
@@ -117,6 +118,7 @@ RANDOM_OPTIONS = {"seed": SEED_OPTION, "std": STD_OPTION, "dim": DIM_OPTION, "we
 AVG_OPTIONS = {"layers": LAYERS_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
                "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION}
 MIX_OPTIONS = {"w": W_OPTION, **POOLED_OPTIONS}
+
 DISTIL_OPTIONS = {"weights": WEIGHTS_OPTION, "filter": FILTER_OPTION, "special": SPECIAL_OPTION, "post": POST_OPTION,
                   "pool": STATIC_POOL_OPTION}
 # A model2vec model's own last step: unit length when its config.json says "normalize": true.
@@ -241,6 +243,8 @@ class PooledMethod(VectorMethod):
         traits = model_traits(spec.model) if spec.family != STATIC else None
         if traits is not None:
             check_for_model(traits, spec)
+        # each side's template read once (a template file may change later; this method keeps what it read)
+        self._prompts = role_prompts(spec, spec.schema.options if spec.schema is not None else {})
 
     @functools.cached_property
     def pipeline(self) -> PoolingPipeline:
@@ -275,15 +279,16 @@ class PooledMethod(VectorMethod):
         Evaluation caches and the results database key on it, so they tell a method fitted on texts A
         from one fitted on texts B, and both from the unfitted (transductive) method.
         """
+        own = self.model.fingerprint + user_prompts_digest(self.parsed, self._prompts)
         if not self.is_fitted:
-            return self.model.fingerprint
+            return own
         tensors, metadata = self._fitted_tensors()
         digest = hashlib.sha256(json.dumps(metadata, sort_keys=True).encode())
         for name in sorted(tensors):
             array = np.ascontiguousarray(tensors[name])
             digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
             digest.update(array.tobytes())
-        return f"{self.model.fingerprint}-fit-{digest.hexdigest()[:12]}"
+        return f"{own}-fit-{digest.hexdigest()[:12]}"
 
     def token_vectors(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> tuple[FlatTokens, np.ndarray]:
         """Stage 1 alone: every text's tokens laid flat and their (T, d) vectors (token-level matching uses them)."""
@@ -309,6 +314,20 @@ class PooledMethod(VectorMethod):
         if self.is_fitted:
             return self.chain_.transform(self.pipeline.pool(texts, self.idf_, batch_size, show_progress_bar))
         return self._fit_on(texts, batch_size, show_progress_bar)[2]
+
+    # -- the two sides of an asymmetric search -----------------------------------------------------
+    @property
+    def prompts(self) -> dict[str, str]:
+        return dict(self._prompts)
+
+    def _encode_prompted(self, texts: list[str], batch_size: int, show_progress_bar: bool | None, prompt: str) -> np.ndarray:
+        """``texts`` under ``prompt``, the rest of the pipeline and the fitted state unchanged."""
+        pipeline = prompted_pipeline(self.pipeline, prompt, self.spec)
+        if self.is_fitted:
+            return self.chain_.transform(pipeline.pool(texts, self.idf_, batch_size, show_progress_bar))
+        idf = pipeline.idf(texts)
+        return pipeline.fit_post(pipeline.pool(texts, idf, batch_size, show_progress_bar),
+                                 lambda: self.reference_vectors(idf, batch_size, show_progress_bar))[1]
 
     def reference_vectors(self, idf: np.ndarray | None, batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
         """Pooled vectors (stages 1–3) of a seeded sample of WikiText-2 train sentences: what ``@ref``
@@ -358,7 +377,7 @@ class PooledMethod(VectorMethod):
         return self
 
 
-POOLED_FAMILY = Family(POOLED, POOLED_OPTIONS, PooledMethod, "contextual token states of a transformer, pooled")
+POOLED_FAMILY = Family(POOLED, POOLED_OPTIONS | ROLE_OPTIONS, PooledMethod, "contextual token states of a transformer, pooled")
 POOLED_FAMILIES = (
     POOLED_FAMILY,
     Family("random", RANDOM_OPTIONS, PooledMethod, "random N(0, std²) token vectors with the model's tokenizer and width (§3.2.5)"),

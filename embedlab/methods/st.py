@@ -37,5 +37,14 @@ class SentenceTransformerMethod(VectorMethod):
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         return self.sentence_transformer.encode(texts, batch_size=batch_size, show_progress_bar=bool(show_progress_bar), convert_to_numpy=True)
 
+    @property
+    def prompts(self) -> dict[str, str]:
+        """The prompts the model folder's sentence-transformers configuration names (often none)."""
+        return dict(self.sentence_transformer.prompts or {})
+
+    def _encode_prompted(self, texts: list[str], batch_size: int, show_progress_bar: bool | None, prompt: str) -> np.ndarray:
+        return self.sentence_transformer.encode(texts, prompt=prompt, batch_size=batch_size, show_progress_bar=bool(show_progress_bar),
+                                                convert_to_numpy=True)
+
 
 ST_FAMILY = Family("st", {}, SentenceTransformerMethod, "sentence-transformers' own encode (baseline)")

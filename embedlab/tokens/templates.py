@@ -52,6 +52,14 @@ METAEOL_PROMPTS = {
                           'is about. For this task, this sentence : "[X]" is about in one word:"',
 }
 
+# Retrieval prompts for one side of an asymmetric search (the e5 and bge model families' own wording): the query
+# side and the document side of a spec each name one (``query_template=e5-query,doc_template=e5-passage``).
+ROLE_TEMPLATES = {
+    "e5-query": "query: [X]",
+    "e5-passage": "passage: [X]",
+    "bge-query": "Represent this sentence for searching relevant passages: [X]",
+}
+
 MASK_TEMPLATES = tuple(TEMPLATES)
 NO_MASK_TEMPLATES = (*DECODER_TEMPLATES, "metaeol")
 TEMPLATE_NAMES = (*MASK_TEMPLATES, *NO_MASK_TEMPLATES)
@@ -105,6 +113,33 @@ class Template:
             else:
                 ids.extend(tokenizer(piece, add_special_tokens=False, verbose=False)["input_ids"])
         return ids, marked
+
+
+def role_template(value: str) -> Template | None:
+    """The template a ``query_template=``/``doc_template=`` value names: ``none``, any built-in (the retrieval
+    prompts above, T0–T4, prompteol, echo) or ``@FILE``, a user's template: the file's text (one line, with
+    ``[X]`` where the text goes)."""
+    if value.startswith("@"):
+        from pathlib import Path
+
+        path = Path(value[1:]).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8").rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError(f"template file {path}: {error.strerror if isinstance(error, OSError) else 'not valid UTF-8'}") from None
+        if text.count("[X]") != 1 or "\n" in text:
+            raise InputError(f"template file {path}: a template is one line holding [X] once, where the text goes (e.g. 'query: [X]')")
+        return Template(value, text)
+    if value in ROLE_TEMPLATES:
+        return Template(value, ROLE_TEMPLATES[value])
+    if value == "metaeol":
+        raise InputError("metaeol is a set of four prompts, not one side's template; choose one template")
+    try:
+        return get_template(value)
+    except InputError:
+        raise InputError(f"unknown template {value!r}; choose none, {', '.join(ROLE_TEMPLATES)}, "
+                         f"{', '.join(name for name in TEMPLATE_NAMES if name != 'metaeol')} or @FILE (a one-line template "
+                         "with [X])") from None
 
 
 def _split_keep(text: str, slot: str) -> list[str]:

@@ -95,3 +95,21 @@ def test_pairwise_methods_are_refused_where_they_cannot_serve(folder):
     (task,) = parse_tasks(f"retrieval:@{folder}")
     with pytest.raises(NotApplicableError, match="rerank with it instead"):
         task.run(FakeMethod(pairwise=True))
+
+
+def test_a_corpus_embedded_by_embed_out_is_reused(folder, tmp_path):
+    """`embed minilm --input corpus.jsonl --out FOLDER` reads BEIR's records (id `_id`, text title + text); the
+    retrieval run over that folder equals the run that encodes the corpus itself."""
+    import embedlab
+    from embedlab.engines import embed_corpus, read_shards
+
+    method = embedlab.load("minilm")
+    embed_corpus("minilm", folder / "corpus.jsonl", tmp_path / "vectors")
+    ids, vectors = read_shards(tmp_path / "vectors")
+    assert ids == ["a", "b", "c", "d"]
+    np.testing.assert_allclose(vectors, method.encode(["alpha", "beta", "gamma", "delta"]), atol=1e-5)
+    (own,) = parse_tasks(f"retrieval:@{folder}", k="3")
+    (reused,) = parse_tasks(f"retrieval:@{folder}", k="3", corpus_vectors=str(tmp_path / "vectors"))
+    assert metrics(reused.run(method)) == pytest.approx(metrics(own.run(method)))
+    with pytest.raises(InputError, match="holds 'minilm' vectors"):
+        reused.run(embedlab.load("minilm:layers=1"))
