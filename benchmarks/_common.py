@@ -43,3 +43,21 @@ def fresh_cache(model: str = "minilm", **settings: object) -> str:
     runtime.configure(cache_root=folder, **settings)
     load_model(model)
     return folder
+
+
+def cpu_description() -> str:
+    """The CPU model and the vector extensions that decide kernel speed (from /proc/cpuinfo)."""
+    import platform
+
+    model, flags = platform.processor() or "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name") and model == (platform.processor() or "unknown CPU"):
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    shown = [flag for flag in ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8") if flag in flags]
+    return f"{model} ({os.cpu_count()} cores; {' '.join(shown) or 'no AVX2'})"

@@ -25,7 +25,7 @@ from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task
 from embedlab.evaluation.ranking import DEFAULT_CUTOFFS, MEASURES, parse_cutoffs, per_query_metrics, trec_order, write_trec_run
 from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import encode_texts, score_pairs, unit_rows
-from embedlab.evaluation.search import DOC_BLOCK, id_priorities, top_k
+from embedlab.evaluation.search import DOC_BLOCK, faiss_top_k, id_priorities, top_k
 
 _MEASURE_TEXT = {
     "ndcg": "nDCG at k (trec_eval ndcg_cut), graded gains, 0–1",
@@ -34,7 +34,7 @@ _MEASURE_TEXT = {
     "recall": "share of the relevant documents found in the top k (trec_eval recall), 0–1",
     "precision": "share of the top k that is relevant (trec_eval P), 0–1",
 }
-SEARCHES = ("exact",)
+SEARCHES = ("exact", "hnsw")  # hnsw: faiss's approximate graph index (pip install faiss-cpu); the corpus in memory
 
 
 class RetrievalTask(Task):
@@ -43,7 +43,7 @@ class RetrievalTask(Task):
     name = "retrieval"
     description = "rank a corpus for each query by similarity; trec_eval's nDCG, MAP, MRR, recall, precision at k"
     datasets = ("qqp",)
-    options = ("split", "k", "run_out", "rerank", "rerank_depth", "corpus_vectors")
+    options = ("split", "k", "run_out", "rerank", "rerank_depth", "corpus_vectors", "search")
     user_files = True
     parsing_options = ("split",)
     headline = "ndcg@10"
@@ -56,8 +56,11 @@ class RetrievalTask(Task):
 
     def __init__(self, dataset: str, *, path: str | None = None, split: str = "test", k: str | tuple = DEFAULT_CUTOFFS,
                  run_out: str | None = None, rerank: Method | None = None, rerank_depth: int = 100,
-                 corpus_vectors: str | None = None) -> None:
+                 corpus_vectors: str | None = None, search: str = "exact") -> None:
         super().__init__(dataset)
+        if search not in SEARCHES:
+            raise InputError(f"unknown search {search!r}; expected one of {', '.join(SEARCHES)}")
+        self.search = search
         self.path, self.split, self.run_out, self.corpus_vectors = path, split, run_out, corpus_vectors
         self.k = parse_cutoffs(k)
         if path is None and dataset not in self.datasets:
@@ -90,6 +93,8 @@ class RetrievalTask(Task):
             settings["split"] = self.split
         if self.k != DEFAULT_CUTOFFS:
             settings["k"] = ",".join(map(str, self.k))
+        if self.search != "exact":
+            settings["search"] = self.search
         return settings
 
     @property
@@ -118,7 +123,10 @@ class RetrievalTask(Task):
             position = {doc_id: index for index, doc_id in enumerate(data.doc_ids)}
             exclude = np.array([position.get(query_id, -1) for query_id in query_ids], dtype=np.int64)
         queries, blocks = self._vectors(method, data)
-        indices, scores = top_k(queries, blocks, depth, id_priorities(data.doc_ids), exclude=exclude)
+        if self.search == "exact":
+            indices, scores = top_k(queries, blocks, depth, id_priorities(data.doc_ids), exclude=exclude)
+        else:
+            indices, scores = _approximate_top_k(queries, np.concatenate(list(blocks)), depth, exclude)
         ranked = {query_id: [data.doc_ids[i] for i in row if i >= 0] for query_id, row in zip(query_ids, indices)}
         if self.run_out is not None:
             write_trec_run(self.run_out, query_ids, [ranked[q][:max(self.k)] for q in query_ids],
@@ -180,6 +188,17 @@ class RetrievalTask(Task):
 
 def _unit32(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(unit_rows(vectors), dtype=np.float32)
+
+
+def _approximate_top_k(queries: np.ndarray, documents: np.ndarray, depth: int, exclude: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """faiss's HNSW search, one more result than asked for so a query's own document can be dropped."""
+    indices, scores = faiss_top_k(queries, documents, min(depth + 1, len(documents)), kind="hnsw")
+    if exclude is not None:
+        own = indices == exclude[:, None]
+        scores[own], indices[own] = -np.inf, -1
+        order = np.argsort(own, axis=1, kind="stable")  # the dropped one to the end, the rest in faiss's order
+        indices, scores = np.take_along_axis(indices, order, axis=1), np.take_along_axis(scores, order, axis=1)
+    return indices[:, :depth], scores[:, :depth]
 
 
 def _document_texts(data: RetrievalSet, wanted: set[str]) -> dict[str, str]:

@@ -143,8 +143,12 @@ def faiss_top_k(queries: np.ndarray, documents: np.ndarray, k: int, *, kind: str
     """Approximate inner-product search with faiss (``hnsw``: HNSW graph, M = 32) or its exact ``flat`` index,
     for comparison; ties are not ordered as trec_eval orders them. HNSW draws its levels from faiss's own
     fixed seed, so a rerun builds the same graph."""
-    import faiss
+    try:
+        import faiss
+    except ImportError as error:
+        from embedlab.runtime.extras import MissingExtraError
 
+        raise MissingExtraError("search", "approximate search (faiss)") from error
     documents = np.ascontiguousarray(documents, dtype=np.float32)
     if kind == "flat":
         index = faiss.IndexFlatIP(documents.shape[1])

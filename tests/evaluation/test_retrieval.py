@@ -113,3 +113,22 @@ def test_a_corpus_embedded_by_embed_out_is_reused(folder, tmp_path):
     assert metrics(reused.run(method)) == pytest.approx(metrics(own.run(method)))
     with pytest.raises(InputError, match="holds 'minilm' vectors"):
         reused.run(embedlab.load("minilm:layers=1"))
+
+
+def test_hnsw_search_finds_the_exact_neighbours_of_a_small_corpus(tmp_path):
+    """faiss's graph index is exact on a corpus this small; a query's own document is still never a result."""
+    root = tmp_path / "small"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": f"doc {i}"}) + "\n" for i in range(30)))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": f"query {i}"}) + "\n" for i in range(5)))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"d{i}\td{i + 7}\t1\n" for i in range(5)))
+    exact, approximate = (parse_tasks(f"retrieval:@{root}", k="1,5,10", search=search, run_out=str(tmp_path / f"{search}.run"))[0]
+                          for search in ("exact", "hnsw"))
+    assert approximate.settings() == {"k": "1,5,10", "search": "hnsw"}
+    method = FakeMethod(dim=8)
+    assert metrics(approximate.run(method)) == pytest.approx(metrics(exact.run(method)))
+    runs = [(tmp_path / f"{search}.run").read_text().split("\n") for search in ("exact", "hnsw")]
+    assert [line.split()[:3] for line in runs[0] if line] == [line.split()[:3] for line in runs[1] if line]
+    assert all(line.split()[0] != line.split()[2] for line in runs[1] if line)
+    with pytest.raises(InputError, match="unknown search"):
+        parse_tasks(f"retrieval:@{root}", search="ivf")
