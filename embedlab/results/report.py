@@ -305,6 +305,12 @@ details { margin: 0.4em 0; } code { font-size: 0.95em; }
 """
 
 
+def _retrieval_section(records: Sequence[Record], colours: dict[str, str]) -> list[str]:
+    from embedlab.results.retrieval_report import curve_figures, rerank_table
+
+    return [_img(_png(figure), alt) for figure, alt in curve_figures(records, colours)] + [rerank_table(records)]
+
+
 def _provenance_section(records: Sequence[Record], provenance: Provenance, colours: dict[str, str]) -> str:
     by_method: dict[str, dict[str, set]] = {}
     for row in provenance.rows:
@@ -365,6 +371,8 @@ def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation 
             if scatter:
                 parts.append(_img(scatter, "alignment against uniformity"))
         parts.append(_metric_notes(task, task_records))
+        if task == "retrieval":
+            parts += _retrieval_section(task_records, colours)
         if task == "alignsim":
             parts += _alignsim_section(task_records, provenance, colours)
             parts.append(f"<details><summary>All {len(task_records)} ALIGN-SIM records</summary>"
