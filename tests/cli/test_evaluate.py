@@ -126,3 +126,32 @@ def test_results_of_other_settings_are_recomputed_not_reused(tmp_path: Path) -> 
     dataset = parse_tasks(f"clustering:@{labelled}")[0].dataset  # the seed is no part of a user file's name
     assert db.settings("settings", "clustering", dataset) == {}  # the last run: default settings
     assert {row["seed"] for row in db.provenance(method="settings")} == {0}  # seed 1's rows were replaced
+
+
+@pytest.fixture()
+def beir_folder(tmp_path: Path) -> Path:
+    root = tmp_path / "beir"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": f"doc {i}"}) + "\n" for i in range(6)))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": f"query {i}"}) + "\n" for i in range(3)))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{2 * i}\t1\n" for i in range(3)))
+    return root
+
+
+def test_eval_retrieval_flags(beir_folder, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(cli_eval, "load_method", lambda spec: FakeMethod(spec=spec, pairwise=spec.startswith("pair")))
+    run_file = tmp_path / "run.trec"
+    assert _run(["eval", "fake", "--tasks", f"retrieval:@{beir_folder}", "--no-db", "--format", "json", "--k", "1,5",
+                 "--run-out", str(run_file), "--rerank", "pair", "--rerank-depth", "4"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {(row["subset"], row["metric"]) for row in rows} >= {("all", "ndcg@5"), ("rerank:pair@4", "mrr@1")}
+    assert all(row["unit"] == "fraction" for row in rows if "@" in row["metric"])
+    assert len(run_file.read_text().splitlines()) == 3 * 5  # the top max(k) of each query
+    refusals = {("--run-out", "x", "--tasks", "sts:stsb"): "--run-out is an option of retrieval tasks",
+                ("--rerank", "vectors", "--tasks", f"retrieval:@{beir_folder}"): "--rerank needs a pairwise method",
+                ("--k", "0,5", "--tasks", f"retrieval:@{beir_folder}"): "--k must be comma-separated positive integers"}
+    for argv, message in refusals.items():
+        assert _run(["eval", "fake", "--no-db", *argv]) == 2
+        assert message in capsys.readouterr().err
+    assert _run(["eval", "fake", "other", "--no-db", "--tasks", f"retrieval:@{beir_folder}", "--run-out", "x"]) == 2
+    assert "give one method and one retrieval task" in capsys.readouterr().err
