@@ -219,6 +219,18 @@ class RayEncodedMethod(VectorMethod):
     def dimension(self) -> int:
         return self.method.dimension
 
+    @property
+    def fits_on_target(self) -> bool:
+        return self.method.fits_on_target
+
+    @property
+    def prompts(self) -> dict[str, str]:
+        return self.method.prompts
+
+    def _encode_prompted(self, texts: list[str], batch_size: int, show_progress_bar: bool | None, prompt: str) -> np.ndarray:
+        # one side of an asymmetric search: encoded here, as a target-fitted spec is
+        return self.method.encode(texts, prompt=prompt, batch_size=batch_size, show_progress_bar=show_progress_bar)
+
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         if needs_corpus_fit(self.method):
             return self.method.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)

@@ -133,6 +133,12 @@ def test_eval_encoding_through_ray_equals_local(local_ray, sts_sentences, separa
     assert method.spec == "minilm" and method.fingerprint == embedlab.load("minilm").fingerprint
     separate_caches("local-cache")
     assert np.abs(vectors - embedlab.load("minilm").encode(sts_sentences[:12])).max() <= 1e-6
+    # what a retrieval run asks the method (whether it fits on its target, its query/document prompts) is the
+    # wrapped method's answer; a prompted side is encoded here
+    asymmetric = embedlab.load("minilm:post=zscore,query_template=e5-query")
+    wrapped = RayEncodedMethod(asymmetric, workers=2)
+    assert wrapped.fits_on_target and wrapped.prompts == {"query": "query: [X]"}
+    np.testing.assert_array_equal(wrapped.encode_query(sts_sentences[:3]), asymmetric.encode_query(sts_sentences[:3]))
 
 
 def test_eval_engine_ray_gives_the_local_scores(local_ray, tmp_path, sts_test_rows, separate_caches, capsys):
