@@ -22,7 +22,7 @@ import numpy as np
 from embedlab.data.beir import RetrievalSet, beir_folder, folder_digest, qqp_retrieval
 from embedlab.errors import InputError
 from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task
-from embedlab.evaluation.ranking import DEFAULT_CUTOFFS, MEASURES, parse_cutoffs, per_query_metrics, trec_order, write_trec_run
+from embedlab.evaluation.ranking import DEFAULT_CUTOFFS, parse_cutoffs, per_query_metrics, trec_order, write_trec_run
 from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import encode_texts, score_pairs, unit_rows
 from embedlab.evaluation.search import DOC_BLOCK, faiss_top_k, id_priorities, top_k
@@ -60,8 +60,7 @@ class RetrievalTask(Task):
         super().__init__(dataset)
         if search not in SEARCHES:
             raise InputError(f"unknown search {search!r}; expected one of {', '.join(SEARCHES)}")
-        self.search = search
-        self.path, self.split, self.run_out, self.corpus_vectors = path, split, run_out, corpus_vectors
+        self.path, self.split, self.run_out, self.corpus_vectors, self.search = path, split, run_out, corpus_vectors, search
         self.k = parse_cutoffs(k)
         if path is None and dataset not in self.datasets:
             raise InputError(f"unknown retrieval dataset {dataset!r}; expected one of {', '.join(self.datasets)} or @FOLDER")
