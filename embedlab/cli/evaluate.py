@@ -70,7 +70,7 @@ def run_eval(args: argparse.Namespace) -> int:
     tasks = parse_tasks(args.tasks, seed=args.seed, pair_features=args.pair_features,
                         layout="line" if args.groups_per_line else "column", product=args.product,
                         split=args.split, k=args.k, run_out=args.run_out, rerank=rerank, rerank_depth=args.rerank_depth,
-                        corpus_vectors=args.corpus_vectors, search=args.search)
+                        corpus_vectors=args.corpus_vectors, search=args.search, rescore=args.rescore)
     _check_retrieval_flags(args, tasks)
     methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work
     db = None if args.no_db else ResultsDB(args.db)
@@ -149,6 +149,9 @@ def _retrieval_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--rerank-depth", type=positive_int, default=100, help="how many first-stage documents --rerank re-scores (default 100)")
     group.add_argument("--search", choices=("exact", "hnsw"), default="exact",
                        help="first stage: exact (blocked, trec_eval's tie order) or hnsw (faiss's approximate index; pip install faiss-cpu)")
+    group.add_argument("--rescore", type=non_negative_int, default=0, metavar="M",
+                       help="binary vectors (precision=ubinary|binary): re-rank the first M×k Hamming candidates with the float "
+                            "query against the documents' bits (0: Hamming order alone)")
     group.add_argument("--corpus-vectors", metavar="FOLDER", default=None,
                        help="the corpus already embedded by `embed SPEC --input FOLDER/corpus.jsonl --out FOLDER` with the same spec")
 

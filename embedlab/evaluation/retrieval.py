@@ -25,7 +25,7 @@ from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task
 from embedlab.evaluation.ranking import DEFAULT_CUTOFFS, parse_cutoffs, per_query_metrics, trec_order, write_trec_run
 from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import encode_texts, score_pairs, unit_rows
-from embedlab.evaluation.search import DOC_BLOCK, faiss_top_k, id_priorities, top_k
+from embedlab.evaluation.search import DOC_BLOCK, faiss_top_k, hamming_scores, id_priorities, rescore, top_k
 
 _MEASURE_TEXT = {
     "ndcg": "nDCG at k (trec_eval ndcg_cut), graded gains, 0–1",
@@ -34,6 +34,7 @@ _MEASURE_TEXT = {
     "recall": "share of the relevant documents found in the top k (trec_eval recall), 0–1",
     "precision": "share of the top k that is relevant (trec_eval P), 0–1",
 }
+BINARY = ("binary", "ubinary")  # output precisions whose vectors are sign bits (methods' precision= option)
 SEARCHES = ("exact", "hnsw")  # hnsw: faiss's approximate graph index (pip install faiss-cpu); the corpus in memory
 
 
@@ -43,7 +44,7 @@ class RetrievalTask(Task):
     name = "retrieval"
     description = "rank a corpus for each query by similarity; trec_eval's nDCG, MAP, MRR, recall, precision at k"
     datasets = ("qqp",)
-    options = ("split", "k", "run_out", "rerank", "rerank_depth", "corpus_vectors", "search")
+    options = ("split", "k", "run_out", "rerank", "rerank_depth", "corpus_vectors", "search", "rescore")
     user_files = True
     parsing_options = ("split",)
     headline = "ndcg@10"
@@ -56,7 +57,7 @@ class RetrievalTask(Task):
 
     def __init__(self, dataset: str, *, path: str | None = None, split: str = "test", k: str | tuple = DEFAULT_CUTOFFS,
                  run_out: str | None = None, rerank: Method | None = None, rerank_depth: int = 100,
-                 corpus_vectors: str | None = None, search: str = "exact") -> None:
+                 corpus_vectors: str | None = None, search: str = "exact", rescore: int = 0) -> None:
         super().__init__(dataset)
         if search not in SEARCHES:
             raise InputError(f"unknown search {search!r}; expected one of {', '.join(SEARCHES)}")
@@ -70,6 +71,9 @@ class RetrievalTask(Task):
         if rerank_depth < 1:
             raise InputError(f"--rerank-depth must be a positive integer, got {rerank_depth}")
         self.rerank, self.rerank_depth = rerank, int(rerank_depth)
+        if isinstance(rescore, bool) or not isinstance(rescore, int) or rescore < 0:
+            raise InputError(f"--rescore must be a whole number ≥ 0 (0: off), got {str(rescore)[:40]}")
+        self.rescore = rescore
 
     @classmethod
     def metric(cls, name: str) -> Metric:
@@ -94,6 +98,8 @@ class RetrievalTask(Task):
             settings["k"] = ",".join(map(str, self.k))
         if self.search != "exact":
             settings["search"] = self.search
+        if self.rescore:
+            settings["rescore"] = self.rescore
         return settings
 
     @property
@@ -122,7 +128,9 @@ class RetrievalTask(Task):
             position = {doc_id: index for index, doc_id in enumerate(data.doc_ids)}
             exclude = np.array([position.get(query_id, -1) for query_id in query_ids], dtype=np.int64)
         queries, blocks = self._vectors(method, data)
-        if self.search == "exact":
+        if getattr(method, "output_precision", "float32") in BINARY:
+            indices, scores = self._hamming_top_k(method, data, queries, blocks, depth, exclude)
+        elif self.search == "exact":
             indices, scores = top_k(queries, blocks, depth, id_priorities(data.doc_ids), exclude=exclude)
         else:
             indices, scores = _approximate_top_k(queries, np.concatenate(list(blocks)), depth, exclude)
@@ -150,6 +158,28 @@ class RetrievalTask(Task):
         if self.corpus_vectors is not None:
             return queries, iter([_unit32(_stored_corpus(method, data, self.corpus_vectors))])
         return queries, (_unit32(encode_texts(method, block, role="document")) for block in data.document_blocks(DOC_BLOCK))
+
+    def _hamming_top_k(self, method: Method, data: RetrievalSet, queries: np.ndarray, blocks: Iterator[np.ndarray], depth: int,
+                       exclude: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Binary vectors (their signs) searched by Hamming distance; with ``rescore`` = m, the first m·depth
+        candidates re-ranked by the float query against the documents' ±1 bits (sentence-transformers' recipe)."""
+        if self.search != "exact":
+            raise InputError(f"{method.spec}: binary vectors are searched by Hamming distance; --search {self.search} takes float vectors")
+        packed: list[np.ndarray] = []
+
+        def packed_blocks() -> Iterator[np.ndarray]:
+            for block in blocks:
+                packed.append(np.packbits(block > 0, axis=1))
+                yield packed[-1]
+
+        priority = id_priorities(data.doc_ids)
+        indices, scores = top_k(np.packbits(queries > 0, axis=1), packed_blocks(), depth * max(1, self.rescore), priority,
+                                exclude=exclude, scorer=hamming_scores)
+        if not self.rescore:
+            return indices, scores
+        corpus = np.concatenate(packed)
+        float_queries = encode_texts(method, list(data.queries.values()), role="query", precision="float32")
+        return rescore(_unit32(float_queries), lambda rows: corpus[rows], indices, depth, priority)
 
     def _counts(self, method: Method, data: RetrievalSet, subset: str) -> list[Record]:
         return [self.record(method, subset, "queries", len(data.queries), len(data.queries)),

@@ -64,18 +64,22 @@ def _cache_key(method: Method, kind: str, texts: Sequence[str]) -> str:
     return runtime.cache_key(kind, method_identity(method), runtime.texts_digest(texts))
 
 
-def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32, role: str | None = None) -> np.ndarray:
+def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32, role: str | None = None,
+                 precision: str | None = None) -> np.ndarray:
     """``method.encode(texts)`` in ONE call (float32, one row per text), cached on disk.
 
     ``role`` (``query`` or ``document``): the side of an asymmetric search; a method with a prompt of that name
-    (``method.prompts``) encodes with it, under a cache key of its own."""
+    (``method.prompts``) encodes with it, under a cache key of its own. ``precision`` overrides the method's
+    output precision for this call (``float32`` for the float queries that rescore binary candidates)."""
     if method.pairwise:
         raise NotApplicableError(f"{method.spec!r} is a pairwise method and produces no embedding vectors")
     texts = list(texts)
-    prompted = {"prompt_name": role} if role is not None and role in getattr(method, "prompts", {}) else {}
+    overrides = {"prompt_name": role} if role is not None and role in getattr(method, "prompts", {}) else {}
+    if precision is not None:
+        overrides["precision"] = precision
 
     def compute() -> np.ndarray:
-        vectors = np.asarray(method.encode(texts, batch_size=batch_size, show_progress_bar=runtime.show_progress(), **prompted),
+        vectors = np.asarray(method.encode(texts, batch_size=batch_size, show_progress_bar=runtime.show_progress(), **overrides),
                              dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise InputError(f"{method.spec!r}.encode returned shape {vectors.shape} for {len(texts)} texts")
@@ -84,7 +88,8 @@ def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32, 
             raise InputError(f"{method.spec!r}.encode returned a non-finite embedding for text {bad}: {texts[bad][:80]!r}")
         return vectors
 
-    return _STORE.get(_cache_key(method, f"encode:{role}" if prompted else "encode", texts), compute)
+    kind = "encode" + "".join(f":{name}={value}" for name, value in sorted(overrides.items()))
+    return _STORE.get(_cache_key(method, kind, texts), compute)
 
 
 def score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int = 32) -> np.ndarray:

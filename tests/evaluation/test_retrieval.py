@@ -132,3 +132,42 @@ def test_hnsw_search_finds_the_exact_neighbours_of_a_small_corpus(tmp_path):
     assert all(line.split()[0] != line.split()[2] for line in runs[1] if line)
     with pytest.raises(InputError, match="unknown search"):
         parse_tasks(f"retrieval:@{root}", search="ivf")
+
+
+class SignBits(FakeMethod):
+    """A binary method as embedlab's precision=ubinary gives it to the harness: each vector's signs as ±1,
+    unless the call asks for float32."""
+
+    output_precision = "ubinary"
+
+    def encode(self, texts, batch_size=32, show_progress_bar=None, normalize=False, precision=None):
+        vectors = super().encode(texts)
+        return vectors if precision == "float32" else np.where(vectors > 0, 1.0, -1.0).astype(np.float32)
+
+
+def test_binary_vectors_are_searched_by_hamming_distance_and_rescored(tmp_path):
+    from embedlab.evaluation.ranking import trec_order
+
+    rng = np.random.default_rng(5)
+    root = tmp_path / "bits"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i:02d}", "text": f"doc {i}"}) + "\n" for i in range(40)))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": f"query {i}"}) + "\n" for i in range(6)))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{3 * i:02d}\t1\n" for i in range(6)))
+    method = SignBits({f"{kind} {i}": rng.standard_normal(16) for kind, count in (("doc", 40), ("query", 6)) for i in range(count)}, dim=16)
+    ids = [f"d{i:02d}" for i in range(40)]
+    docs, queries = (np.stack([method.vector(f"{kind} {i}") for i in range(count)]) for kind, count in (("doc", 40), ("query", 6)))
+    for multiplier in (0, 2):
+        (task,) = parse_tasks(f"retrieval:@{root}", k="5", rescore=multiplier, run_out=str(tmp_path / f"{multiplier}.run"))
+        task.run(method)
+        lines = [line.split() for line in (tmp_path / f"{multiplier}.run").read_text().splitlines()]
+        for number in range(6):
+            signs = np.where(docs > 0, 1.0, -1.0)
+            if multiplier:  # Hamming's first 10, re-ranked by the float query against the ±1 documents
+                hamming = trec_order(ids, signs @ np.where(queries[number] > 0, 1.0, -1.0))[:10]
+                rescored = signs[hamming] @ (queries[number] / np.linalg.norm(queries[number]))
+                expected = [ids[hamming[i]] for i in trec_order([ids[j] for j in hamming], rescored)[:5]]
+            else:
+                expected = [ids[i] for i in trec_order(ids, signs @ np.where(queries[number] > 0, 1.0, -1.0))[:5]]
+            assert [line[2] for line in lines if line[0] == f"q{number}"] == expected
+    assert task.settings() == {"k": "5", "rescore": 2}
