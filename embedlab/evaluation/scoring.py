@@ -92,8 +92,9 @@ def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32, 
     return _STORE.get(_cache_key(method, kind, texts), compute)
 
 
-def score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
-    """``method.similarity_pairs(pairs)`` in ONE call (float32, one score per pair), cached on disk."""
+def score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int = 32, *, cached: bool = True) -> np.ndarray:
+    """``method.similarity_pairs(pairs)`` in ONE call (float32, one score per pair), cached on disk unless
+    ``cached=False`` (a caller that times the scoring itself)."""
 
     def compute() -> np.ndarray:
         scores = np.asarray(method.similarity_pairs(pairs, batch_size=batch_size, show_progress_bar=runtime.show_progress()), dtype=np.float32)
@@ -104,6 +105,8 @@ def score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int = 
             raise InputError(f"{method.spec!r}.similarity_pairs returned a non-finite score for pair {bad}")
         return scores
 
+    if not cached:
+        return compute()
     return _STORE.get(_cache_key(method, "similarity", [text for pair in pairs for text in pair]), compute)
 
 
