@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from embedlab.errors import InputError
 import embedlab
-from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_int
+from embedlab.cli.arguments import add_bootstrap, add_format, add_out, add_quiet, non_negative_int, positive_int
 
 if TYPE_CHECKING:  # importing the harness costs seconds: only the commands that run it do
     from embedlab.evaluation.records import Record
@@ -77,7 +77,8 @@ def run_eval(args: argparse.Namespace) -> int:
         methods = [method if method.pairwise else RayEncodedMethod(method, workers=args.workers) for method in methods]
         session = ray_session(args.address, args.workers)
     with session:
-        run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection)
+        run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection,
+                       bootstrap=args.bootstrap)
     print_records(_shape(_filter(run.records, args), args), args.format)
     return 0
 
@@ -137,7 +138,8 @@ def add_cli(subparsers) -> None:
     evaluate_parser.add_argument("--force", action="store_true", help="recompute results already in the database")
     evaluate_parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
     evaluate_parser.add_argument("--seed", type=non_negative_int, default=0,
-                                 help="seed of every random choice (k-means, CV folds, ALIGN-SIM samples)")
+                                 help="seed of every random choice (k-means, CV folds, ALIGN-SIM samples, bootstrap resamples)")
+    add_bootstrap(evaluate_parser)
     evaluate_parser.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
                                  help="MRPC/SICK-E classifier features: senteval [|u-v|, u*v] or full [u, v, |u-v|, u*v]")
     evaluate_parser.add_argument("--groups-per-line", action="store_true",
