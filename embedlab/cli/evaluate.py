@@ -110,9 +110,22 @@ def run_report(args: argparse.Namespace) -> int:
             if (row["method"], row["task"], row["dataset"], row["subset"], row["metric"]) in kept]
     command = shlex.join(getattr(args, "command_line", ["embedlab", "report"]))
     provenance = Provenance(rows=rows, command=command, source=database.path.name)
-    path = write_report(records, args.out, title=args.title, provenance=provenance)
+    path = write_report(records, args.out, title=args.title, provenance=provenance, ties=_ties(records, database))
     print(f"wrote {path} ({len(records)} records)")
     return 0
+
+
+def _ties(records: list[Record], database) -> dict:
+    """Which methods are statistically tied with the best of each headline row, from the stored per-unit
+    scores (B = 1,000 resamples from seed 0); rows without stored units get no mark."""
+    from embedlab.evaluation.bootstrap import DEFAULT_RESAMPLES
+    from embedlab.results.comparison import compared_records, tie_marks
+
+    units = {}
+    for method, task, dataset in dict.fromkeys((r.method, r.task, r.dataset) for r in compared_records(records, None)):
+        for (subset, metric), found in database.units(method, task, dataset).items():
+            units[(method, task, dataset, subset, metric)] = found
+    return tie_marks(records, units, resamples=DEFAULT_RESAMPLES, seed=0)
 
 
 def _common(parser: argparse.ArgumentParser, with_format: bool = True) -> None:

@@ -67,11 +67,12 @@ def compared_records(records: Sequence[Record], metric: str | None) -> list[Reco
     return [r for r in chosen if r.subset == "all" or (r.method, r.task, r.dataset) not in pooled]
 
 
-def _groups(records: Sequence[Record], methods: Sequence[str]) -> dict[tuple[str, str, str, str], dict[str, Record]]:
+def _groups(records: Sequence[Record], methods: Sequence[str] | None) -> dict[tuple[str, str, str, str], dict[str, Record]]:
+    """Records by (task, dataset, subset, metric), then method; with ``methods``, every group must have them all."""
     groups: dict[tuple[str, str, str, str], dict[str, Record]] = {}
     for record in records:
         groups.setdefault((record.task, record.dataset, record.subset, record.metric), {})[record.method] = record
-    for key, by_method in groups.items():
+    for key, by_method in groups.items() if methods is not None else ():
         missing = [m for m in methods if m not in by_method]
         if missing:
             raise InputError(f"{key[0]}/{key[1]} {key[2]} {key[3]}: no result for {', '.join(missing)} "
@@ -92,7 +93,7 @@ def compare_records(records: Sequence[Record], units: dict[tuple[str, str, str, 
         raise InputError("compare needs at least two methods (each is compared with the first)")
     if resamples < 1:
         raise InputError("compare needs bootstrap resamples (--bootstrap ≥ 1)")
-    comparison, tests, tie_tests = Comparison(), [], []
+    comparison, tests = Comparison(), []
     for (task, dataset, subset, name), by_method in _groups(compared_records(records, metric), methods).items():
         what = f"{task}/{dataset} {subset} {name}"
         unit_of = {}
@@ -112,18 +113,42 @@ def compare_records(records: Sequence[Record], units: dict[tuple[str, str, str, 
                 row.difference = paired_difference(unit_of[method], first, resamples, seed)
                 row.analytic = dependent_correlations(unit_of[method], first)
                 tests.append(row)
-            row.tie = "best" if method == best else ""
             group.append(row)
-        others = [(row, paired_difference(unit_of[row.record.method], unit_of[best], resamples, seed).p)
-                  for row in group if row.record.method != best]
-        tie_tests.append(others)
+        tied = _tied_with(best, unit_of, resamples, seed)
+        for row in group:
+            row.tie = "best" if row.record.method == best else ("tied" if row.record.method in tied else "")
         comparison.rows += group
     for row, adjusted in zip(tests, holm([row.difference.p for row in tests])):
         row.p_holm = adjusted
-    for others in tie_tests:  # tied with the best: no difference after Holm over the dataset's tests against it
-        for (row, _), adjusted in zip(others, holm([p for _, p in others])):
-            row.tie = "tied" if adjusted is None or adjusted >= ALPHA else ""
     return comparison
+
+
+def _tied_with(best: str, unit_of: dict[str, UnitScores], resamples: int, seed: int) -> set[str]:
+    """The methods whose paired test against ``best`` finds no difference at α after Holm over these tests."""
+    others = [method for method in unit_of if method != best]
+    p_values = [paired_difference(unit_of[method], unit_of[best], resamples, seed).p for method in others]
+    return {method for method, adjusted in zip(others, holm(p_values)) if adjusted is None or adjusted >= ALPHA}
+
+
+def tie_marks(records: Sequence[Record], units: dict[tuple[str, str, str, str, str], UnitScores], *, resamples: int,
+              seed: int) -> dict[tuple[str, str, str, str, str], str]:
+    """For the report: per headline record key (method, task, dataset, subset, metric), ``best`` or ``tied``
+    (with the best), for every group of two or more methods whose per-unit scores pair; other groups get no marks."""
+    marks = {}
+    for (task, dataset, subset, name), by_method in _groups(compared_records(records, None), None).items():
+        unit_of = {m: units.get((m, task, dataset, subset, name)) for m in by_method}
+        if len(unit_of) < 2 or any(u is None for u in unit_of.values()):
+            continue
+        methods = list(unit_of)
+        try:
+            for method in methods[1:]:
+                check_same_units(unit_of[methods[0]], unit_of[method], f"{task}/{dataset}")
+        except InputError:
+            continue  # units that do not pair (another dataset version, too few): no mark rather than a wrong one
+        best = _best(by_method, methods)
+        marks[(best, task, dataset, subset, name)] = "best"
+        marks.update({(m, task, dataset, subset, name): "tied" for m in _tied_with(best, unit_of, resamples, seed)})
+    return marks
 
 
 def _number(value: float | None, digits: int = 4) -> str:
