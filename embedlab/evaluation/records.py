@@ -78,7 +78,10 @@ class Record:
     ci_note: str | None = field(default=None, compare=False, kw_only=True)
 
     def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name in RECORD_KEYS}
+        """Every field but ``units``; the interval fields only where they hold something (so a record without
+        an interval reads as it did before intervals existed)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "units" and not (f.name in CI_KEYS and getattr(self, f.name) is None)}
 
     def interval(self) -> dict:
         """The confidence-interval fields (:data:`CI_KEYS`), None where there is no interval."""
