@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
-from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
+from fakes import FakeMethod, isolated_eval_cache, scored_pairs_file  # noqa: F401 (autouse fixture)
 
 from embedlab.cli import evaluate as cli_eval
 from embedlab.cli.app import main
@@ -16,10 +15,7 @@ from embedlab.cli.app import main
 
 @pytest.fixture()
 def scored_pairs(tmp_path: Path) -> Path:
-    rng = np.random.default_rng(0)
-    path = tmp_path / "pairs.tsv"
-    path.write_text("".join(f"text a {i}\ttext b {i}\t{rng.integers(0, 6)}\n" for i in range(40)))
-    return path
+    return scored_pairs_file(tmp_path)
 
 
 def test_compare_prints_differences_and_reuses_stored_runs(scored_pairs: Path, tmp_path: Path, monkeypatch, capsys) -> None:

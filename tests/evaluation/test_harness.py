@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
-from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
+from fakes import FakeMethod, isolated_eval_cache, scored_pairs_file  # noqa: F401 (autouse fixture)
 
 from embedlab.evaluation import evaluate, parse_tasks
 from embedlab.evaluation.bootstrap import point
@@ -17,10 +16,7 @@ from embedlab.results.database import ResultsDB
 
 @pytest.fixture()
 def scored_pairs(tmp_path: Path) -> Path:
-    rng = np.random.default_rng(0)
-    path = tmp_path / "pairs.tsv"
-    path.write_text("".join(f"text a {i}\ttext b {i}\t{rng.integers(0, 6)}\n" for i in range(40)))
-    return path
+    return scored_pairs_file(tmp_path)
 
 
 def _intervals(records: list[Record]) -> dict[str, tuple]:
