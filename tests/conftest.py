@@ -9,6 +9,9 @@ import resource
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# No bootstrap intervals unless a test asks for them (evaluate(bootstrap=B), --bootstrap B): B = 1,000 resamples
+# of every record would cost the suite seconds in tests about other things (docs/testing.md).
+os.environ.setdefault("EMBEDLAB_BOOTSTRAP", "0")
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     # Each xdist worker gets its share of the cores for torch and BLAS (set before torch is imported, and
     # inherited by the CLI subprocesses tests start): two workers each running two threads on two cores

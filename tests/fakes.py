@@ -46,6 +46,14 @@ class FakeMethod:
         return np.array(scores, dtype=np.float32)
 
 
+def scored_pairs_file(folder, count: int = 40):
+    """A user scored-pairs file of ``count`` pairs with seeded gold scores 0–5 (enough units for intervals)."""
+    rng = np.random.default_rng(0)
+    path = folder / "pairs.tsv"
+    path.write_text("".join(f"text a {i}\ttext b {i}\t{rng.integers(0, 6)}\n" for i in range(count)))
+    return path
+
+
 @pytest.fixture(autouse=True)
 def isolated_eval_cache(tmp_path_factory, monkeypatch):
     """Encodings and results of evaluation tests go to a per-session temporary folder, never the user's.

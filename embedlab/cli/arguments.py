@@ -74,6 +74,13 @@ def add_out(parser: argparse.ArgumentParser, *old_names: str, help: str, **optio
         parser.add_argument(name, dest="out", help=argparse.SUPPRESS, **{k: v for k, v in options.items() if k == "type"})
 
 
+def add_bootstrap(parser: argparse.ArgumentParser) -> None:
+    """``--bootstrap B``: resamples of every record's 95 % confidence interval (0: none)."""
+    parser.add_argument("--bootstrap", type=non_negative_int, default=None, metavar="B",
+                        help="bootstrap resamples of each record's 95%% confidence interval, drawn from --seed "
+                             "(default 1000, or $EMBEDLAB_BOOTSTRAP; 0 turns intervals off)")
+
+
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     """``--quiet``: no progress bars or status lines on stderr. The older ``--no-progress`` means the same;
     ``--progress`` forces bars even when stderr is not a terminal (e.g. logged to a file).

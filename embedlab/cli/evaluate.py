@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from embedlab.errors import InputError
 import embedlab
-from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_int
+from embedlab.cli.arguments import add_bootstrap, add_format, add_out, add_quiet, non_negative_int, positive_int
 
 if TYPE_CHECKING:  # importing the harness costs seconds: only the commands that run it do
     from embedlab.evaluation.records import Record
@@ -81,7 +81,8 @@ def run_eval(args: argparse.Namespace) -> int:
         methods = [method if method.pairwise else RayEncodedMethod(method, workers=args.workers) for method in methods]
         session = ray_session(args.address, args.workers)
     with session:
-        run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection)
+        run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, intersections=args.intersection,
+                       bootstrap=args.bootstrap)
     print_records(_shape(_filter(run.records, args), args), args.format)
     return 0
 
@@ -123,9 +124,22 @@ def run_report(args: argparse.Namespace) -> int:
             if (row["method"], row["task"], row["dataset"], row["subset"], row["metric"]) in kept]
     command = shlex.join(getattr(args, "command_line", ["embedlab", "report"]))
     provenance = Provenance(rows=rows, command=command, source=database.path.name)
-    path = write_report(records, args.out, title=args.title, provenance=provenance)
+    path = write_report(records, args.out, title=args.title, provenance=provenance, ties=_ties(records, database))
     print(f"wrote {path} ({len(records)} records)")
     return 0
+
+
+def _ties(records: list[Record], database) -> dict:
+    """Which methods are statistically tied with the best of each headline row, from the stored per-unit
+    scores (B = 1,000 resamples from seed 0); rows without stored units get no mark."""
+    from embedlab.evaluation.bootstrap import DEFAULT_RESAMPLES
+    from embedlab.results.comparison import compared_records, tie_marks
+
+    units = {}
+    for method, task, dataset in dict.fromkeys((r.method, r.task, r.dataset) for r in compared_records(records, None)):
+        for (subset, metric), found in database.units(method, task, dataset).items():
+            units[(method, task, dataset, subset, metric)] = found
+    return tie_marks(records, units, resamples=DEFAULT_RESAMPLES, seed=0)
 
 
 def _common(parser: argparse.ArgumentParser, with_format: bool = True) -> None:
@@ -168,7 +182,8 @@ def add_cli(subparsers) -> None:
     evaluate_parser.add_argument("--force", action="store_true", help="recompute results already in the database")
     evaluate_parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
     evaluate_parser.add_argument("--seed", type=non_negative_int, default=0,
-                                 help="seed of every random choice (k-means, CV folds, ALIGN-SIM samples)")
+                                 help="seed of every random choice (k-means, CV folds, ALIGN-SIM samples, bootstrap resamples)")
+    add_bootstrap(evaluate_parser)
     evaluate_parser.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
                                  help="MRPC/SICK-E classifier features: senteval [|u-v|, u*v] or full [u, v, |u-v|, u*v]")
     evaluate_parser.add_argument("--groups-per-line", action="store_true",

@@ -239,12 +239,18 @@ class Task:
         raise NotImplementedError(f"task {self.name} does not compare a method with a reference method")
 
     def record(self, method: Method, subset: str, metric: str, value: float, n: int,
-               units: UnitScores | None = None) -> Record:
-        return Record(method.spec, self.name, self.dataset, subset, metric, float(value), int(n), units=units)
+               units: UnitScores | None = None, note: str | None = None) -> Record:
+        """One record; ``units`` are the per-unit scores behind ``value`` (its bootstrap interval), or
+        ``note`` says why it has none (a count, a spread, a statistic of the whole set)."""
+        return Record(method.spec, self.name, self.dataset, subset, metric, float(value), int(n), units=units,
+                      ci_note=note)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.dataset!r})"
 
+
+# why the counts of the two counting protocols have no interval
+COUNT_NOTE = "a count of the evaluated comparisons, not an estimate: no interval"
 
 # The metrics of the two counting protocols (neural-embeddings paper Eq. 2 and 4), shared by pairs and triplets.
 ERROR_COUNT_METRICS = {

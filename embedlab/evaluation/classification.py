@@ -34,7 +34,7 @@ from embedlab.data.senteval import batcher_texts, senteval_binary, sst, trec
 from embedlab.data.sts import sick_entailment
 from embedlab.data.user_files import load_labelled_texts
 from embedlab.evaluation.base import Method, Metric, Task, solver_threads
-from embedlab.evaluation.records import Record
+from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import embed
 
 INNER_REGS = [2.0 ** t for t in range(-2, 4)]  # SentEval InnerKFoldClassifier / SplitClassifier
@@ -63,31 +63,40 @@ def _cv_choose(features: np.ndarray, labels: np.ndarray, regs: list[float], fold
     return regs[best], means[best]
 
 
+def _tested(model: LogisticRegression, test_x: np.ndarray, test_y: np.ndarray) -> tuple[float, np.ndarray]:
+    """(test accuracy in %, each test item's correctness as 1/0: the bootstrap's units)."""
+    correct = (model.predict(test_x) == test_y).astype(np.float64)
+    return 100 * float(correct.mean()), correct
+
+
 def nested_cv_accuracy(features: np.ndarray, labels: np.ndarray, *, folds: int = 10, inner_folds: int = 10,
-                       seed: int = 0) -> tuple[float, float]:
-    """SentEval InnerKFoldClassifier: (mean inner-CV accuracy of the chosen C, mean outer test accuracy), in %."""
+                       seed: int = 0) -> tuple[float, float, np.ndarray]:
+    """SentEval InnerKFoldClassifier: (mean inner-CV accuracy of the chosen C, mean outer test accuracy in %,
+    each item's correctness in the outer fold that tested it)."""
     outer = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     dev_scores, test_scores = [], []
+    correct = np.zeros(labels.shape[0])
     for train, test in outer.split(features, labels):
         c, dev = _cv_choose(features[train], labels[train], INNER_REGS, inner_folds, seed)
         dev_scores.append(dev)
-        test_scores.append(100 * _fit(features[train], labels[train], c, seed).score(features[test], labels[test]))
-    return float(np.mean(dev_scores)), float(np.mean(test_scores))
+        accuracy, correct[test] = _tested(_fit(features[train], labels[train], c, seed), features[test], labels[test])
+        test_scores.append(accuracy)
+    return float(np.mean(dev_scores)), float(np.mean(test_scores)), correct
 
 
 def kfold_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, *,
-                   folds: int = 10, seed: int = 0) -> tuple[float, float]:
-    """SentEval KFoldClassifier: C by k-fold CV on train; (CV accuracy, test accuracy) in %."""
+                   folds: int = 10, seed: int = 0) -> tuple[float, float, np.ndarray]:
+    """SentEval KFoldClassifier: C by k-fold CV on train; (CV accuracy, test accuracy in %, per-item correctness)."""
     c, dev = _cv_choose(train_x, train_y, KFOLD_REGS, folds, seed)
-    return dev, 100 * _fit(train_x, train_y, c, seed).score(test_x, test_y)
+    return dev, *_tested(_fit(train_x, train_y, c, seed), test_x, test_y)
 
 
 def split_accuracy(train_x: np.ndarray, train_y: np.ndarray, dev_x: np.ndarray, dev_y: np.ndarray,
-                   test_x: np.ndarray, test_y: np.ndarray, *, seed: int = 0) -> tuple[float, float]:
-    """SentEval SplitClassifier: C chosen on dev; (dev accuracy, test accuracy) in %."""
+                   test_x: np.ndarray, test_y: np.ndarray, *, seed: int = 0) -> tuple[float, float, np.ndarray]:
+    """SentEval SplitClassifier: C chosen on dev; (dev accuracy, test accuracy in %, per-item correctness)."""
     dev_scores = [round(100 * _fit(train_x, train_y, c, seed).score(dev_x, dev_y), 2) for c in INNER_REGS]
     best = int(np.argmax(dev_scores))
-    return dev_scores[best], 100 * _fit(train_x, train_y, INNER_REGS[best], seed).score(test_x, test_y)
+    return dev_scores[best], *_tested(_fit(train_x, train_y, INNER_REGS[best], seed), test_x, test_y)
 
 
 def pair_features(u: np.ndarray, v: np.ndarray, kind: str = "senteval") -> np.ndarray:
@@ -163,7 +172,7 @@ class ClassificationTask(Task):
             data = load_labelled_texts(self.path) if self.path else senteval_binary(name)
             (whole,) = self._texts(method, [data])
             try:
-                dev, test = nested_cv_accuracy(whole.x, whole.y, folds=self.folds, inner_folds=self.inner_folds, seed=seed)
+                dev, test, correct = nested_cv_accuracy(whole.x, whole.y, folds=self.folds, inner_folds=self.inner_folds, seed=seed)
             except ValueError as error:  # scikit-learn's fold check: say which file is too small, and how
                 counts = dict(zip(data.label_names, np.bincount(data.labels).tolist()))
                 raise DataFormatError(f"{self.path or name}: {len(data)} texts (per label {counts}) are too few for "
@@ -171,11 +180,11 @@ class ClassificationTask(Task):
             n, protocol = len(data), f"{self.folds}-fold"
         elif name == "trec":
             train, test_split = self._texts(method, [trec("train"), trec("test")])
-            dev, test = kfold_accuracy(train.x, train.y, test_split.x, test_split.y, folds=self.folds, seed=seed)
+            dev, test, correct = kfold_accuracy(train.x, train.y, test_split.x, test_split.y, folds=self.folds, seed=seed)
             n, protocol = test_split.y.size, "test"
         elif name == "mrpc":
             train, test_split = self._pairs(method, [mrpc("train"), mrpc("test")])
-            dev, test = kfold_accuracy(train.x, train.y, test_split.x, test_split.y, folds=self.folds, seed=seed)
+            dev, test, correct = kfold_accuracy(train.x, train.y, test_split.x, test_split.y, folds=self.folds, seed=seed)
             n, protocol = test_split.y.size, "test"
         else:
             if name == "sick-e":
@@ -184,10 +193,13 @@ class ClassificationTask(Task):
             else:
                 fine = name == "sst5"
                 train, dev_split, test_split = self._texts(method, [sst(fine, s) for s in ("train", "dev", "test")])
-            dev, test = split_accuracy(train.x, train.y, dev_split.x, dev_split.y, test_split.x, test_split.y, seed=seed)
+            dev, test, correct = split_accuracy(train.x, train.y, dev_split.x, dev_split.y, test_split.x, test_split.y, seed=seed)
             n, protocol = test_split.y.size, "test"
         # The protocol selects on SentEval's rounded percentages; records hold fractions (the unit convention).
+        # The units are the test items (each item of a cross-validated set is tested once, by its outer fold;
+        # there the interval is of the pooled accuracy, within a hundredth of a point of the fold mean).
         return [
-            self.record(method, protocol, "accuracy", test / 100, n),
-            self.record(method, protocol, "dev_accuracy", dev / 100, n),
+            self.record(method, protocol, "accuracy", test / 100, n, UnitScores("items", "mean", {"score": correct})),
+            self.record(method, protocol, "dev_accuracy", dev / 100, n,
+                        note="the accuracy that chose the regularisation (model selection): no interval"),
         ]

@@ -14,7 +14,7 @@ from embedlab.data.clustering import CLUSTERING_CLASSES, clustering_set
 from embedlab.data.containers import LabelledTexts
 from embedlab.data.user_files import load_labelled_texts
 from embedlab.evaluation.base import Method, Metric, Task, solver_threads
-from embedlab.evaluation.records import Record
+from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import embed
 
 
@@ -73,7 +73,10 @@ class ClusteringTask(Task):
         data = self.load()
         (vectors,) = embed(method, data.texts)
         scores = kmeans_accuracies(vectors, data.labels, self.runs, self.seed)
+        # The units are the k-means seeds: the interval says how much the mean moves with the runs' random
+        # starts (the texts are fixed, every run clusters all of them, so there is no text sample to resample).
         return [
-            self.record(method, "all", "accuracy", float(scores.mean()), len(data)),
-            self.record(method, "all", "accuracy_std", float(scores.std()), len(data)),
+            self.record(method, "all", "accuracy", float(scores.mean()), len(data), UnitScores("seeds", "mean", {"score": scores})),
+            self.record(method, "all", "accuracy_std", float(scores.std()), len(data),
+                        note="the spread over the k-means seeds itself: no interval"),
         ]

@@ -18,7 +18,7 @@ from embedlab.data.user_files import load_scored_pairs
 from embedlab.evaluation.base import CORRELATION_METRICS, Method, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import check_product, pair_scores, product_subset
-from embedlab.evaluation.sts import correlations
+from embedlab.evaluation.sts import correlation_units, correlations
 
 
 class CorrelationsTask(Task):
@@ -57,10 +57,11 @@ class CorrelationsTask(Task):
             for aspect in SUMMEVAL_ASPECTS:
                 gold = np.array([i.scores[aspect] for i in items])
                 for metric, value in correlations(products, gold).items():
-                    records.append(self.record(method, product_subset(aspect, self.product), metric, value, len(items)))
+                    records.append(self.record(method, product_subset(aspect, self.product), metric, value, len(items),
+                                               correlation_units(products, gold, metric)))
             return records
         data = load_scored_pairs(self.path) if self.path is not None else stsb("test")
         products = pair_scores(method, data.first, data.second, self.product)
         subset = product_subset("similarity" if self.path is None else "score", self.product)
-        return [self.record(method, subset, metric, value, len(data))
+        return [self.record(method, subset, metric, value, len(data), correlation_units(products, data.scores, metric))
                 for metric, value in correlations(products, data.scores).items()]

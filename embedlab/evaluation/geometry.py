@@ -22,7 +22,7 @@ from embedlab.errors import InputError
 from embedlab.data.sts import stsb
 from embedlab.data.wikitext import wikitext2_file, wikitext2_sentences
 from embedlab.evaluation.base import Method, Metric, Task
-from embedlab.evaluation.records import Record
+from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import Encoded, unit_rows
 
 
@@ -43,10 +43,20 @@ def isoscore(points: np.ndarray) -> float:
     return float((n * used_fraction - 1) / (n - 1))
 
 
+def squared_distances(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Each positive pair's squared distance (Eq. 8's terms; the alignment records' units)."""
+    difference = np.asarray(first, dtype=np.float64) - np.asarray(second, dtype=np.float64)
+    return np.sum(difference ** 2, axis=1)
+
+
 def alignment(first: np.ndarray, second: np.ndarray) -> float:
     """Eq. 8: mean squared distance between the embeddings of positive pairs."""
-    difference = np.asarray(first, dtype=np.float64) - np.asarray(second, dtype=np.float64)
-    return float(np.mean(np.sum(difference ** 2, axis=1)))
+    return float(np.mean(squared_distances(first, second)))
+
+
+# why the whole-set statistics have no interval
+_ISOSCORE_NOTE = "a property of the whole set's covariance, not a mean over units: no interval"
+_UNIFORMITY_NOTE = "a log-mean over all sentence pairs (not independent units): no interval"
 
 
 def uniformity(points: np.ndarray, t: float = 2.0, block: int = 1024) -> float:
@@ -88,7 +98,7 @@ class IsotropyTask(Task):
         self.check(method)
         sentences = wikitext2_sentences(self.split)
         encoded = Encoded(method, sentences)
-        return [self.record(method, self.split, "isoscore", isoscore(encoded.vectors), len(encoded.texts))]
+        return [self.record(method, self.split, "isoscore", isoscore(encoded.vectors), len(encoded.texts), note=_ISOSCORE_NOTE)]
 
 
 class AlignmentTask(Task):
@@ -120,9 +130,12 @@ class AlignmentTask(Task):
         first = encoded.rows([data.first[i] for i in positive])
         second = encoded.rows([data.second[i] for i in positive])
         unit = unit_rows(vectors)
+        raw, normalised = squared_distances(first, second), squared_distances(unit_rows(first), unit_rows(second))
         return [
-            self.record(method, "train", "alignment", alignment(first, second), positive.size),
-            self.record(method, "train", "uniformity", uniformity(vectors), len(texts)),
-            self.record(method, "train", "alignment_unit", alignment(unit_rows(first), unit_rows(second)), positive.size),
-            self.record(method, "train", "uniformity_unit", uniformity(unit), len(texts)),
+            self.record(method, "train", "alignment", float(np.mean(raw)), positive.size,
+                        UnitScores("pairs", "mean", {"score": raw})),
+            self.record(method, "train", "uniformity", uniformity(vectors), len(texts), note=_UNIFORMITY_NOTE),
+            self.record(method, "train", "alignment_unit", float(np.mean(normalised)), positive.size,
+                        UnitScores("pairs", "mean", {"score": normalised})),
+            self.record(method, "train", "uniformity_unit", uniformity(unit), len(texts), note=_UNIFORMITY_NOTE),
         ]

@@ -15,12 +15,13 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from embedlab import runtime
 from embedlab.errors import InputError
 from embedlab.evaluation.alignsim.task import AlignSimTask
 from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task, as_method, method_identity
+from embedlab.evaluation.bootstrap import check_resamples, with_interval
 from embedlab.evaluation.classification import ClassificationTask
 from embedlab.evaluation.clustering import ClusteringTask
 from embedlab.evaluation.correlations import CorrelationsTask
@@ -30,6 +31,7 @@ from embedlab.evaluation.records import Record
 from embedlab.evaluation.retrieval import RetrievalTask
 from embedlab.evaluation.sts import STSTask
 from embedlab.evaluation.triplets import TripletsTask
+from embedlab.runtime.settings import bootstrap_resamples
 
 __all__ = ["Task", "Method", "Metric", "NotApplicableError", "TASKS", "TASK_FAMILIES", "DEFAULT_DATASETS", "QUICK",
            "parse_tasks", "metric_of", "headline_of", "evaluate", "EvaluationRun"]
@@ -120,7 +122,8 @@ class EvaluationRun:
 
 
 def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force: bool = False, seed: int = 0,
-             intersections: bool = False, log: Callable[[str], None] | None = None) -> EvaluationRun:
+             intersections: bool = False, log: Callable[[str], None] | None = None,
+             bootstrap: int | None = None) -> EvaluationRun:
     """Run every task on every method, storing each finished (method, task, dataset) in ``db`` at once.
 
     A method is an embedlab method or any model with ``encode(texts)`` (e.g. a ``SentenceTransformer``).
@@ -132,8 +135,14 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
     need vectors are skipped, with the reason, for pairwise methods. ``intersections``: for tasks that
     compare with a reference method (``needs_reference``: triplets' Eq. 3 intersection), also each later
     method against the first.
+
+    ``bootstrap`` is B, the resamples of each record's 95 % confidence interval (None: ``$EMBEDLAB_BOOTSTRAP``,
+    default 1000; 0: no intervals), drawn from ``seed``. Intervals are computed from the records' per-unit
+    scores; for reused records whose stored interval was drawn with another B or seed, from the stored
+    units, and written back in place (no text is encoded again).
     """
     say = log or runtime.status
+    resamples = check_resamples(bootstrap_resamples() if bootstrap is None else bootstrap)
     methods, tasks = [as_method(method) for method in methods], list(tasks)
     run = EvaluationRun()
     # every task's files read and parsed first: a bad file for the last task fails now, naming file and line
@@ -144,7 +153,7 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
     bar = runtime.progress_bar(total=total, desc="tasks", unit="task")
     for number, (method, task) in enumerate(((m, t) for m in methods for t in tasks), start=1):
         bar.set_postfix_str(f"{task.name}/{task.dataset} {method.spec}", refresh=False)
-        done = _evaluate_one(run, method, task, db=db, force=force, seed=seed, say=say)
+        done = _evaluate_one(run, method, task, db=db, force=force, seed=seed, say=say, resamples=resamples)
         bar.update()
         if done:
             say(f"{done} ({number}/{total} tasks)")
@@ -154,12 +163,13 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
             if task.needs_reference and task.applies_to(methods[0]):
                 for other in methods[1:]:
                     if task.applies_to(other):
-                        run.records += _against_reference(task, other, methods[0], db=db, force=force, seed=seed)
+                        records = _against_reference(task, other, methods[0], db=db, force=force, seed=seed)
+                        run.records += [with_interval(record, resamples, seed) for record in records]
     return run
 
 
 def _evaluate_one(run: EvaluationRun, method: Method, task: Task, *, db, force: bool, seed: int,
-                  say: Callable[[str], None]) -> str | None:
+                  say: Callable[[str], None], resamples: int) -> str | None:
     """Skip, reuse or run ``task`` for ``method``, adding to ``run``; the closing line of a fresh run (None
     when nothing ran)."""
     if not task.applies_to(method):
@@ -175,7 +185,7 @@ def _evaluate_one(run: EvaluationRun, method: Method, task: Task, *, db, force: 
     stored = [r for r in db.records(method.spec, task.name, task.dataset) if not r.subset.startswith("vs ")] \
         if stored_settings == settings and not force else None
     if stored is not None and task.reuses(stored):
-        run.records += stored
+        run.records += _stored_intervals(db, stored, resamples, seed)
         run.reused.append((method.spec, task.name, task.dataset))
         say(f"reuse {task.name}/{task.dataset} for {method.spec} ({len(stored)} stored records)")
         return None
@@ -183,12 +193,36 @@ def _evaluate_one(run: EvaluationRun, method: Method, task: Task, *, db, force: 
         db.delete(method.spec, task.name, task.dataset)  # computed with other settings: never mixed
     say(f"run {task.name}/{task.dataset} for {method.spec}")
     started = time.perf_counter()
-    records = task.run(method)
+    records = [with_interval(record, resamples, seed) for record in task.run(method)]
     if db is not None:
         db.add(_storable(records), fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None,
                identity=identity)
     run.records += records
     return f"done {task.name}/{task.dataset} for {method.spec} in {time.perf_counter() - started:.1f} s"
+
+
+# the reason a stored record without per-unit scores gives (stored before they were kept)
+NO_UNITS_NOTE = "no interval: recompute to get one (stored without per-unit scores)"
+
+
+def _stored_intervals(db, stored: list[Record], resamples: int, seed: int) -> list[Record]:
+    """Reused records with the interval B and ``seed`` ask for: as stored when drawn so, else recomputed
+    from the stored per-unit scores and written back in place; none with B = 0."""
+    if resamples == 0:
+        return [with_interval(record, 0, seed) for record in stored]
+    if not stored:
+        return stored
+    first = stored[0]
+    draws = db.interval_draws(first.method, first.task, first.dataset)
+    if draws and draws != {(resamples, seed)}:
+        units = db.units(first.method, first.task, first.dataset)
+        fresh = [with_interval(replace(record, units=units[(record.subset, record.metric)]), resamples, seed)
+                 for record in stored if (record.subset, record.metric) in units]
+        db.set_intervals(fresh, seed)
+        by_key = {(record.subset, record.metric): record for record in fresh}
+        stored = [by_key.get((record.subset, record.metric), record) for record in stored]
+    return [record if record.has_interval or record.ci_note else replace(record, ci_note=NO_UNITS_NOTE)
+            for record in stored]
 
 
 def _against_reference(task: Task, method: Method, reference: Method, *, db, force: bool, seed: int) -> list[Record]:

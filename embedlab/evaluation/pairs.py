@@ -17,8 +17,8 @@ from embedlab.data.containers import LabelledPairs
 from embedlab.data.paraphrase import mrpc_glue_train, paws_wiki, qqp
 from embedlab.data.sts import stsb
 from embedlab.data.user_files import load_scored_pairs
-from embedlab.evaluation.base import ERROR_COUNT_METRICS, Method, Task
-from embedlab.evaluation.records import Record
+from embedlab.evaluation.base import COUNT_NOTE, ERROR_COUNT_METRICS, Method, Task
+from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import check_product, pair_scores, product_subset
 
 
@@ -123,12 +123,16 @@ class PairsTask(Task):
         data = self.load()
         all_pairs = data.similar + data.different
         products = pair_scores(method, [a for a, _ in all_pairs], [b for _, b in all_pairs], self.product)
-        counts = count_wrong_tuples(products[: len(data.similar)], products[len(data.similar):])
+        similar, different = products[: len(data.similar)], products[len(data.similar):]
+        counts = count_wrong_tuples(similar, different)
         subset = product_subset("all", self.product)
+        # the units are the labelled pairs: the error resamples all of them, the two means their own kind
+        labels = np.r_[np.ones(similar.size), np.zeros(different.size)]
         return [
-            self.record(method, subset, "error", counts.error, counts.total),
-            self.record(method, subset, "total", counts.total, counts.total),
-            self.record(method, subset, "wrong", counts.wrong, counts.total),
-            self.record(method, subset, "same", counts.same, len(data.similar)),
-            self.record(method, subset, "diff", counts.diff, len(data.different)),
+            self.record(method, subset, "error", counts.error, counts.total,
+                        UnitScores("pairs", "tuple_error", {"predicted": products, "similar": labels})),
+            self.record(method, subset, "total", counts.total, counts.total, note=COUNT_NOTE),
+            self.record(method, subset, "wrong", counts.wrong, counts.total, note=COUNT_NOTE),
+            self.record(method, subset, "same", counts.same, len(data.similar), UnitScores("pairs", "mean", {"score": similar})),
+            self.record(method, subset, "diff", counts.diff, len(data.different), UnitScores("pairs", "mean", {"score": different})),
         ]

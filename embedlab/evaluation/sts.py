@@ -16,8 +16,18 @@ from embedlab.data.containers import ScoredPairs
 from embedlab.data.sts import sick_relatedness, sts_year, stsb
 from embedlab.data.user_files import load_scored_pairs
 from embedlab.evaluation.base import CORRELATION_METRICS, Method, Metric, Task
-from embedlab.evaluation.records import Record
+from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import PairScorer
+
+
+# why SentEval's per-subset averages have no interval: a mean of correlations over a handful of subsets
+SUBSET_MEAN_NOTE = "a mean of per-subset correlations: no interval (the subset records and 'all' have one)"
+
+
+def correlation_units(predicted: np.ndarray, gold: np.ndarray, metric: str) -> UnitScores:
+    """The scored pairs behind one correlation record (what its bootstrap resamples)."""
+    return UnitScores("pairs", metric, {"predicted": np.asarray(predicted, dtype=np.float64),
+                                        "gold": np.asarray(gold, dtype=np.float64)})
 
 
 def correlations(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
@@ -72,14 +82,16 @@ class STSTask(Task):
         records = []
         for subset, predicted in zip(subsets, scores):
             for metric, value in correlations(predicted, subset.scores).items():
-                records.append(self.record(method, subset.subset, metric, value, len(subset)))
+                units = correlation_units(predicted, subset.scores, metric)
+                records.append(self.record(method, subset.subset, metric, value, len(subset), units))
         if len(subsets) > 1:
-            everything = correlations(np.concatenate(scores), np.concatenate([s.scores for s in subsets]))
+            predicted, gold = np.concatenate(scores), np.concatenate([s.scores for s in subsets])
             total = sum(len(s) for s in subsets)
-            for metric, value in everything.items():
-                records.append(self.record(method, "all", metric, value, total))
+            for metric, value in correlations(predicted, gold).items():
+                records.append(self.record(method, "all", metric, value, total, correlation_units(predicted, gold, metric)))
             per_subset = np.array([stats.spearmanr(p, s.scores).statistic for p, s in zip(scores, subsets)])
             sizes = np.array([len(s) for s in subsets], dtype=np.float64)
-            records.append(self.record(method, "mean", "spearman", float(per_subset.mean()), total))
-            records.append(self.record(method, "wmean", "spearman", float(np.average(per_subset, weights=sizes)), total))
+            records.append(self.record(method, "mean", "spearman", float(per_subset.mean()), total, note=SUBSET_MEAN_NOTE))
+            records.append(self.record(method, "wmean", "spearman", float(np.average(per_subset, weights=sizes)), total,
+                                       note=SUBSET_MEAN_NOTE))
         return records

@@ -15,7 +15,7 @@ triplets).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,8 +25,8 @@ from embedlab.data.paraphrase import mrpc_glue_train
 from embedlab.data.sts import stsb
 from embedlab.data.summeval import first_per_article, summeval
 from embedlab.data.user_files import load_grouped_texts
-from embedlab.evaluation.base import ERROR_COUNT_METRICS, Method, Metric, Task
-from embedlab.evaluation.records import Record
+from embedlab.evaluation.base import COUNT_NOTE, ERROR_COUNT_METRICS, Method, Metric, Task
+from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import check_product, embed, product_rows, product_subset
 
 _BLOCK = 256  # anchors per matrix product: bounds memory at 256 × n float64
@@ -108,6 +108,12 @@ class TripletCounts:
     wrong: int
     same: float  # mean E_A·E_B over all triplets
     diff: float  # mean E_A·E_C over all triplets
+    # per anchor (the bootstrap's unit): its triplets, broken triplets, and sums of E_A·E_B and E_A·E_C
+    anchors: dict[str, np.ndarray] | None = field(default=None, compare=False, repr=False)
+
+    def units(self, numerator: str) -> UnitScores:
+        """The anchors behind a share over triplets (``wrong``, ``same`` or ``diff`` over ``total``)."""
+        return UnitScores("anchors", "ratio", {"numerator": self.anchors[numerator], "denominator": self.anchors["total"]})
 
     @property
     def error(self) -> float:
@@ -140,8 +146,7 @@ def count_triplets(vectors: np.ndarray, data: GroupedTexts, product: str = "cosi
     vectors = np.asarray(vectors)
     if vectors.shape[0] != len(data):
         raise ValueError(f"{vectors.shape[0]} embeddings for {len(data)} texts")
-    wrong = total = 0
-    same_sum = diff_sum = 0.0
+    per_anchor: dict[str, list[float]] = {"total": [], "wrong": [], "same": [], "diff": []}
     members = None
     for block, candidates, products in _anchor_blocks(vectors, data, product):
         if members is None:
@@ -162,13 +167,16 @@ def count_triplets(vectors: np.ndarray, data: GroupedTexts, product: str = "cosi
             # candidates with product >= p, minus those of the anchor's own group (positives and itself)
             at_least_all = ordered.shape[1] - np.searchsorted(ordered[row], positive_values, side="left")
             at_least_own = (own_values[None, :] >= positive_values[:, None]).sum(axis=1)
-            wrong += int((at_least_all - at_least_own).sum())
-            total += positives.size * negatives
-            same_sum += negatives * float(positive_values.sum())
-            diff_sum += positives.size * float(row_sums[row] - own_values.sum())
+            per_anchor["wrong"].append(int((at_least_all - at_least_own).sum()))
+            per_anchor["total"].append(positives.size * negatives)
+            per_anchor["same"].append(negatives * float(positive_values.sum()))
+            per_anchor["diff"].append(positives.size * float(row_sums[row] - own_values.sum()))
+    anchors = {name: np.array(values, dtype=np.float64) for name, values in per_anchor.items()}
+    total = int(sum(per_anchor["total"]))
     if total == 0:
         raise InputError(f"{data.name}: the grouping defines no triplets (need two groups and a group of two)")
-    return TripletCounts(total=total, wrong=wrong, same=same_sum / total, diff=diff_sum / total)
+    return TripletCounts(total=total, wrong=int(sum(per_anchor["wrong"])), same=float(sum(per_anchor["same"])) / total,
+                         diff=float(sum(per_anchor["diff"])) / total, anchors=anchors)
 
 
 def broken_intersection(vectors_1: np.ndarray, vectors_2: np.ndarray, data: GroupedTexts,
@@ -241,11 +249,11 @@ class TripletsTask(Task):
         counts = count_triplets(vectors, data, self.product)
         subset = product_subset("all", self.product)
         return [
-            self.record(method, subset, "error", counts.error, counts.total),
-            self.record(method, subset, "total", counts.total, counts.total),
-            self.record(method, subset, "wrong", counts.wrong, counts.total),
-            self.record(method, subset, "same", counts.same, counts.total),
-            self.record(method, subset, "diff", counts.diff, counts.total),
+            self.record(method, subset, "error", counts.error, counts.total, counts.units("wrong")),
+            self.record(method, subset, "total", counts.total, counts.total, note=COUNT_NOTE),
+            self.record(method, subset, "wrong", counts.wrong, counts.total, note=COUNT_NOTE),
+            self.record(method, subset, "same", counts.same, counts.total, counts.units("same")),
+            self.record(method, subset, "diff", counts.diff, counts.total, counts.units("diff")),
         ]
 
     def against_reference(self, method_1: Method, method_2: Method) -> Record:
@@ -258,4 +266,4 @@ class TripletsTask(Task):
         common, broken_1, broken_2 = broken_intersection(vectors_1, vectors_2, data, self.product)
         return self.record(method_1, product_subset(f"vs {method_2.spec}", self.product), "intersection",
                            intersection_ratio(common, broken_1, broken_2),
-                           common)
+                           common, note="a ratio of two methods' broken-triplet sets: no interval")

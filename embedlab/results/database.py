@@ -11,6 +11,12 @@ canonical spec, model content fingerprint, fitted-state hash — the evaluation 
 (method, task, dataset) is reused only under that identity, so a method fitted on other texts, or a model
 folder whose files changed, is computed again. Rows without an identity (older databases) are never reused.
 A database written by a newer embedlab (a higher ``user_version``) is refused, naming both versions.
+
+Each row also keeps its confidence interval (``ci_low``, ``ci_high``, ``ci_resamples``, ``ci_resampled``,
+``ci_note``, and ``ci_seed``, the seed its resamples were drawn from) and a description of its per-unit
+scores, whose arrays live once each in the ``unit_arrays`` table (:mod:`embedlab.results.units`). The
+interval is an attribute of the row: :meth:`ResultsDB.set_intervals` recomputes it in place, so results
+computed with and without a bootstrap, or with another B or seed, never become two rows.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from pathlib import Path
 
 from embedlab.errors import InputError, InputTypeError
 from embedlab.runtime import settings
-from embedlab.evaluation.records import Record
+from embedlab.evaluation.records import CI_KEYS, RECORD_KEYS, Record, UnitScores
+from embedlab.results import units as unit_store
 from embedlab.version import code_version
 
 DEFAULT_FILE = "embedlab_results.sqlite"
@@ -45,6 +52,13 @@ CREATE TABLE IF NOT EXISTS results (
     created REAL NOT NULL,
     extra TEXT,
     identity TEXT,
+    ci_low REAL,
+    ci_high REAL,
+    ci_resamples INTEGER,
+    ci_resampled TEXT,
+    ci_note TEXT,
+    ci_seed INTEGER,
+    units TEXT,
     PRIMARY KEY (method, task, dataset, subset, metric)
 );
 CREATE INDEX IF NOT EXISTS results_by_task ON results (task, dataset);
@@ -54,7 +68,10 @@ CREATE INDEX IF NOT EXISTS results_by_task ON results (task, dataset);
 # PRAGMA user_version of the current layout. 1: classification accuracies are fractions 0–1 (the one
 # unit convention, evaluation/base.py UNITS); version 0 files stored them in percent. 2: each row holds
 # the identity of the method that computed it (rows of older files have none and are never reused).
-SCHEMA_VERSION = 2
+# 3: confidence-interval columns and per-unit scores (rows of older files have neither: shown with no interval).
+SCHEMA_VERSION = 3
+_INTERVAL_COLUMNS = {"ci_low": "REAL", "ci_high": "REAL", "ci_resamples": "INTEGER", "ci_resampled": "TEXT",
+                     "ci_note": "TEXT", "ci_seed": "INTEGER", "units": "TEXT"}
 
 
 class NewerDatabaseError(sqlite3.DatabaseError):
@@ -68,15 +85,27 @@ def _migrate(connection: sqlite3.Connection, existed: bool) -> None:
     if version > SCHEMA_VERSION:
         raise NewerDatabaseError(f"written by a newer embedlab (layout version {version}; this embedlab reads up to "
                                  f"{SCHEMA_VERSION}); upgrade embedlab or give another --db")
-    if existed and version < 2:
-        columns = {row[1] for row in connection.execute("PRAGMA table_info(results)")}
-        if "identity" not in columns:
-            connection.execute("ALTER TABLE results ADD COLUMN identity TEXT")
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(results)")}
+    if existed and version < 2 and "identity" not in columns:
+        connection.execute("ALTER TABLE results ADD COLUMN identity TEXT")
+    if existed and version < 3:
+        for column, kind in _INTERVAL_COLUMNS.items():
+            if column not in columns:
+                connection.execute(f"ALTER TABLE results ADD COLUMN {column} {kind}")
     if existed and version < 1:
         connection.execute("UPDATE results SET value = value / 100 WHERE task = 'classification' "
                            "AND metric IN ('accuracy', 'dev_accuracy')")
     if version < SCHEMA_VERSION:
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+_KEY = ("method", "task", "dataset", "subset", "metric")
+
+
+def _interval_row(record: Record, seed: int) -> tuple:
+    """A record's interval columns: ci_low … ci_note, then the seed its resamples were drawn from (None
+    when no resamples were drawn)."""
+    return (*(record.interval()[key] for key in CI_KEYS), int(seed) if record.ci_resamples else None)
 
 
 def default_path() -> Path:
@@ -99,7 +128,7 @@ class ResultsDB:
             existed = connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'results'").fetchone() is not None
             if existed:  # the layout is checked (and migrated) before anything else touches the table
                 _migrate(connection, existed)
-            connection.executescript(_SCHEMA)
+            connection.executescript(_SCHEMA + unit_store.TABLE)
             if not existed:
                 _migrate(connection, existed)
 
@@ -120,26 +149,55 @@ class ResultsDB:
 
     def add(self, records: Iterable[Record], *, fingerprint: str, seed: int = 0, extra: dict | None = None,
             identity: str | None = None) -> None:
-        """Store ``records`` (all at once, in one transaction) with their provenance and the identity of
-        the method that computed them (without one, they are stored but never reused)."""
+        """Store ``records`` (all at once, in one transaction) with their provenance, the identity of
+        the method that computed them (without one, they are stored but never reused), their intervals
+        (drawn from ``seed``) and their per-unit scores."""
         now = time.time()
         version = code_version()
         extra_text = json.dumps(extra, sort_keys=True) if extra else None
-        rows = []
+        records = list(records)
         for index, record in enumerate(records):
             if not isinstance(record, Record):
                 raise InputTypeError(f"record {index} is a {type(record).__name__}, not an embedlab.evaluation.records.Record")
-            value = float(record.value)
-            if math.isnan(value):  # SQLite would store NULL, which the table refuses: say which record
+            if math.isnan(float(record.value)):  # SQLite would store NULL, which the table refuses: say which record
                 raise InputError(f"record {index} ({record.task}/{record.dataset} {record.subset} {record.metric}) is NaN; "
                                  "the results database stores numbers only")
-            rows.append((record.method, record.task, record.dataset, record.subset, record.metric, value,
-                         int(record.n), str(fingerprint), version, int(seed), now, extra_text, identity))
         with self._connect() as connection:
+            rows = [(record.method, record.task, record.dataset, record.subset, record.metric, float(record.value),
+                     int(record.n), str(fingerprint), version, int(seed), now, extra_text, identity,
+                     *_interval_row(record, seed), unit_store.write(connection, record.units)) for record in records]
             connection.executemany(
                 "INSERT OR REPLACE INTO results (method, task, dataset, subset, metric, value, n, fingerprint, code_version, "
-                "seed, created, extra, identity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+                "seed, created, extra, identity, ci_low, ci_high, ci_resamples, ci_resampled, ci_note, ci_seed, units) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
             )
+            unit_store.collect_garbage(connection)
+
+    def set_intervals(self, records: Iterable[Record], seed: int) -> None:
+        """Replace the stored interval fields of these records' rows with theirs (drawn from ``seed``):
+        the interval is recomputed in place, never a second row."""
+        rows = [(*_interval_row(record, seed), *(getattr(record, key) for key in _KEY)) for record in records]
+        with self._connect() as connection:
+            connection.executemany(
+                "UPDATE results SET ci_low = ?, ci_high = ?, ci_resamples = ?, ci_resampled = ?, ci_note = ?, ci_seed = ? "
+                "WHERE method = ? AND task = ? AND dataset = ? AND subset = ? AND metric = ?", rows)
+
+    def interval_draws(self, method: str, task: str, dataset: str) -> set[tuple[int | None, int | None]]:
+        """The (B, seed) pairs the stored intervals of this (method, task, dataset) were drawn with, over the
+        rows that keep per-unit scores ((None, None): never computed)."""
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT DISTINCT ci_resamples, ci_seed FROM results WHERE method = ? AND task = ? AND dataset = ? "
+                "AND units IS NOT NULL", (method, task, dataset)).fetchall()
+        return {tuple(row) for row in rows}
+
+    def units(self, method: str, task: str, dataset: str) -> dict[tuple[str, str], UnitScores]:
+        """The stored per-unit scores of one (method, task, dataset), by (subset, metric)."""
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT subset, metric, units FROM results WHERE method = ? AND task = ? AND dataset = ? AND units IS NOT NULL",
+                (method, task, dataset)).fetchall()
+            return {(subset, metric): unit_store.read(connection, about) for subset, metric, about in rows}
 
     def has(self, method: str, task: str, dataset: str) -> bool:
         """Whether results for this (method, task, dataset) are stored."""
@@ -184,13 +242,15 @@ class ResultsDB:
             ).fetchall()
 
     def records(self, method: str | None = None, task: str | None = None, dataset: str | None = None) -> list[Record]:
-        """Stored records, filtered by any of method, task and dataset, in the order they were stored."""
-        rows = self._select("method, task, dataset, subset, metric, value, n", method, task, dataset)
-        return [Record(*row) for row in rows]
+        """Stored records with their interval fields (not their units: :meth:`units`), filtered by any of
+        method, task and dataset, in the order they were stored."""
+        rows = self._select(", ".join((*RECORD_KEYS, *CI_KEYS)), method, task, dataset)
+        return [Record(*row[:len(RECORD_KEYS)], **dict(zip(CI_KEYS, row[len(RECORD_KEYS):]))) for row in rows]
 
     def provenance(self, method: str | None = None, task: str | None = None, dataset: str | None = None) -> list[dict]:
         """Stored rows with every column (fingerprint, code version, seed, time, extra)."""
-        columns = "method, task, dataset, subset, metric, value, n, fingerprint, code_version, seed, created, extra, identity"
+        columns = ("method, task, dataset, subset, metric, value, n, fingerprint, code_version, seed, created, extra, identity, "
+                   "ci_low, ci_high, ci_resamples, ci_resampled, ci_note, ci_seed")
         names = [name.strip() for name in columns.split(",")]
         out = []
         for row in self._select(columns, method, task, dataset):
@@ -205,4 +265,5 @@ class ResultsDB:
             cursor = connection.execute(
                 "DELETE FROM results WHERE method = ? AND task = ? AND dataset = ?", (method, task, dataset)
             )
+            unit_store.collect_garbage(connection)
             return cursor.rowcount

@@ -13,9 +13,7 @@ than machine paths.
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 import math
 import re
@@ -28,6 +26,8 @@ from embedlab import runtime
 from embedlab.evaluation import TASK_FAMILIES, metric_of
 from embedlab.evaluation.base import UNITS
 from embedlab.evaluation.records import Record
+from embedlab.results.figures import img_tag, png_base64
+from embedlab.results.retrieval_report import retrieval_section
 from embedlab.results.summaries import headline_records
 from embedlab.results.tables import format_value, methods_of, pivot, pivot_cells
 
@@ -55,14 +55,6 @@ class Provenance:
 # ---------------------------------------------------------------------------------------------- plots
 
 
-def _png(figure) -> str:
-    plt = runtime.pyplot()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    plt.close(figure)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 def _zoomed(values: list[float]) -> tuple[float, float]:
     """Axis limits around the data (not from 0), so that 0.8203 and 0.8155 look different, with room
     for the value labels."""
@@ -77,9 +69,18 @@ def _label(task: str, metric: str) -> str:
     return f"{metric} ({declared.unit}{direction})"
 
 
+def _error_bars(chosen: Sequence[Record], keys: Sequence[tuple[str, str, str]]) -> list[list[float]]:
+    """Matplotlib's 2 × n error extents (below, above) of the records at ``keys`` (dataset, subset, method):
+    their 95 % intervals, 0 where a record has none (or is missing)."""
+    by_key = {(r.dataset, r.subset, r.method): r for r in chosen}
+    found = [by_key.get(key) for key in keys]
+    return [[r.value - r.ci_low if r is not None and r.has_interval else 0.0 for r in found],
+            [r.ci_high - r.value if r is not None and r.has_interval else 0.0 for r in found]]
+
+
 def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[str, str]) -> str:
     """Bars of one headline metric, one per method, grouped by dataset/subset; compact horizontal bars
-    when there is one group (a single value per method)."""
+    when there is one group (a single value per method). Error bars show each record's 95 % interval."""
     import numpy as np
 
     plt = runtime.pyplot()
@@ -87,7 +88,7 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
     groups = list(dict.fromkeys((r.dataset, r.subset) for r in chosen))
     values = {(r.dataset, r.subset, r.method): r.value for r in chosen}
     log_scale = metric_of(task, metric).style == "rate" and all(v > 0 for v in values.values())
-    low, high = _zoomed(list(values.values()))
+    low, high = _zoomed([*values.values(), *(b for r in chosen if r.has_interval for b in (r.ci_low, r.ci_high))])
     if log_scale:
         low, high = min(values.values()) / 1.6, max(values.values()) * 1.6
     if len(groups) == 1:  # compact: one value per method
@@ -96,7 +97,8 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
         heights = [values[(dataset, subset, m)] for m in methods]
         base = 0.0 if log_scale else low
         bars = axis.barh(range(len(methods)), [h - base for h in heights], left=base, height=0.6,
-                         color=[colours[m] for m in methods])
+                         color=[colours[m] for m in methods], xerr=_error_bars(chosen, [(dataset, subset, m) for m in methods]),
+                         error_kw={"elinewidth": 0.9, "capsize": 2.5, "ecolor": "#333"})
         axis.bar_label(bars, labels=[format_value(task, metric, h) for h in heights], padding=3, fontsize=7)
         axis.set_yticks(range(len(methods)), methods, fontsize=7)
         axis.invert_yaxis()
@@ -106,7 +108,7 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
         axis.set_xlabel(_label(task, metric), fontsize=8)
         axis.set_title(f"{task} {dataset} ({subset})", fontsize=9)
         axis.grid(axis="x", alpha=0.3)
-        return _png(figure)
+        return png_base64(figure)
     figure, axis = plt.subplots(figsize=(max(5.0, 0.55 * len(groups) * max(1, len(methods)) ** 0.7 + 2), 3.4))
     width = 0.8 / len(methods)
     positions = np.arange(len(groups))
@@ -114,7 +116,8 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
     for k, method in enumerate(methods):
         heights = [values.get((d, s, method), np.nan) for d, s in groups]
         bars = axis.bar(positions + k * width - 0.4 + width / 2, [h - base for h in heights], width, bottom=base,
-                        label=method, color=colours[method])
+                        label=method, color=colours[method], yerr=_error_bars(chosen, [(d, s, method) for d, s in groups]),
+                        error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#333"})
         axis.bar_label(bars, labels=["" if math.isnan(h) else format_value(task, metric, h) for h in heights],
                        padding=2, fontsize=6, rotation=90 if len(methods) > 2 else 0)
     labels = [d if s in ("all", "test", "train", "similarity") else f"{d}\n{s}" for d, s in groups]
@@ -127,7 +130,7 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
     axis.set_title(f"{task}: {metric}", fontsize=9)
     axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars
     axis.grid(axis="y", alpha=0.3)
-    return _png(figure)
+    return png_base64(figure)
 
 
 def layer_sweeps(records: Sequence[Record]) -> dict[str, dict[int, str]]:
@@ -168,7 +171,7 @@ def _layer_plot(task: str, metric: str, chosen: Sequence[Record], sweeps: dict[s
     axis.set_title(f"{task}: {metric} by layer", fontsize=9)
     axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     axis.grid(alpha=0.3)
-    return _png(figure)
+    return png_base64(figure)
 
 
 def _alignment_plot(records: Sequence[Record], colours: dict[str, str]) -> str | None:
@@ -189,7 +192,7 @@ def _alignment_plot(records: Sequence[Record], colours: dict[str, str]) -> str |
     axis.set_ylabel("alignment (Eq. 8, lower is better)", fontsize=8)
     axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     axis.grid(alpha=0.3)
-    return _png(figure)
+    return png_base64(figure)
 
 
 # --------------------------------------------------------------------------------------------- tables
@@ -199,15 +202,16 @@ def _swatch(method: str, colours: dict[str, str]) -> str:
     return f"<span class='swatch' style='background:{colours[method]}'></span>"
 
 
-def _html_table(records: Sequence[Record], colours: dict[str, str]) -> str:
+def _html_table(records: Sequence[Record], colours: dict[str, str], ties: dict | None = None) -> str:
     """Methods as columns (each headed with its colour); in each row every method whose printed value is
-    the best one is bold, so ties are marked alike."""
+    the best one is bold, so ties are marked alike; ``ties`` (record key → ``tied``) shades the methods
+    statistically tied with the best (:func:`embedlab.results.comparison.tie_marks`)."""
     header, body = pivot_cells(records)
     methods, rows = pivot(records)
     heads = [f"<th>{_swatch(h, colours)}{html.escape(h)}</th>" if 4 <= k < 4 + len(methods) else f"<th>{html.escape(h)}</th>"
              for k, h in enumerate(header)]
     out = ["<table><thead><tr>" + "".join(heads) + "</tr></thead><tbody>"]
-    for cells, ((task, _, _, metric), by_method) in zip(body, rows):
+    for cells, ((task, dataset, subset, metric), by_method) in zip(body, rows):
         shown = {m: cells[4 + k] for k, m in enumerate(methods) if m in by_method and not math.isnan(by_method[m].value)}
         better = metric_of(task, metric).better
         best: set[str] = set()
@@ -215,13 +219,14 @@ def _html_table(records: Sequence[Record], colours: dict[str, str]) -> str:
             pick = min if better == "lower" else max
             best_value = pick(by_method[m].value for m in shown)
             best_text = format_value(task, metric, best_value)
-            best = {m for m, text in shown.items() if text == best_text}
+            best = {m for m in shown if format_value(task, metric, by_method[m].value) == best_text}
             if len(best) == len(shown):
                 best = set()  # everyone equal: nothing stands out
         tds = []
         for k, cell in enumerate(cells):
             is_best = 4 <= k < 4 + len(methods) and methods[k - 4] in best
-            klass = ' class="best"' if is_best else (' class="num"' if k >= 4 else "")
+            tied = 4 <= k < 4 + len(methods) and (ties or {}).get((methods[k - 4], task, dataset, subset, metric)) == "tied"
+            klass = ' class="best"' if is_best else (' class="tied"' if tied else (' class="num"' if k >= 4 else ""))
             tds.append(f"<td{klass}>{html.escape(cell)}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
@@ -248,10 +253,6 @@ def _metric_notes(task: str, records: Sequence[Record]) -> str:
                      f"<span class='meta'>[unit: {html.escape(declared.unit)} — {html.escape(UNITS[declared.unit])}; "
                      f"{direction}]</span></li>")
     return "<details><summary>Metrics: what each number means</summary><ul class='metrics'>" + "".join(items) + "</ul></details>"
-
-
-def _img(image: str, alt: str, klass: str = "") -> str:
-    return f"<img class='{klass}' alt='{html.escape(alt)}' src='data:image/png;base64,{image}'>"
 
 
 # --------------------------------------------------------------------------------------------- ALIGN-SIM
@@ -282,7 +283,7 @@ def _alignsim_section(records: Sequence[Record], provenance: Provenance, colours
         for dataset, subset, metric in keys:
             figure = histogram_figure(results, dataset, subset, metric, colours, size=(6.4, 2.9))
             if figure is not None:
-                parts.append(_img(_png(figure), f"alignsim {subset} {dataset} {metric} histogram", "half"))
+                parts.append(img_tag(png_base64(figure), f"alignsim {subset} {dataset} {metric} histogram", "half"))
     elif records:
         parts.append("<p class='meta'>ε-histograms: the per-item margins are not in this machine's cache "
                      "(rerun <code>embedlab alignsim</code> to draw them).</p>")
@@ -297,18 +298,13 @@ table { border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.8em; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; } th { background: #f3f3f3; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.best { text-align: right; font-weight: bold; background: #e6f4e6; font-variant-numeric: tabular-nums; }
+td.tied { text-align: right; background: #f1f8f1; font-style: italic; font-variant-numeric: tabular-nums; }
 img { max-width: 100%; margin: 0.3em 0.6em 0.3em 0; vertical-align: top; } img.half { max-width: 47%; }
 h2 { border-bottom: 1px solid #ddd; margin-top: 2em; } h3 { font-size: 1em; margin-bottom: 0.2em; }
 .meta { color: #666; font-size: 0.85em; } .swatch { display: inline-block; width: 0.8em; height: 0.8em;
   margin-right: 0.35em; border-radius: 2px; vertical-align: baseline; } ul.metrics { font-size: 0.85em; }
 details { margin: 0.4em 0; } code { font-size: 0.95em; }
 """
-
-
-def _retrieval_section(records: Sequence[Record], colours: dict[str, str]) -> list[str]:
-    from embedlab.results.retrieval_report import curve_figures, rerank_table
-
-    return [_img(_png(figure), alt) for figure, alt in curve_figures(records, colours)] + [rerank_table(records)]
 
 
 def _provenance_section(records: Sequence[Record], provenance: Provenance, colours: dict[str, str]) -> str:
@@ -334,13 +330,15 @@ def _provenance_section(records: Sequence[Record], provenance: Provenance, colou
     source = f" from <code>{html.escape(provenance.source)}</code>" if provenance.source else ""
     return (f"<h2>Methods and provenance</h2>{command}{source} on {datetime.now(timezone.utc):%Y-%m-%d}; "
             f"{len(records)} records. Each method keeps its colour in every plot and table; the best value of "
-            "each row is bold (every method that reaches it).</p>"
+            "each row is bold (every method that reaches it); shaded italic: statistically tied with the best "
+            "(paired bootstrap, Holm, α = 0.05). Brackets and error bars are 95 % bootstrap intervals "
+            "(docs/evaluation.md, Uncertainty).</p>"
             "<table><thead><tr><th>method</th><th>model fingerprint</th><th>code version</th><th>seed</th>"
             "<th>task settings (non-default)</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
 def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation report",
-                provenance: Provenance | None = None) -> str:
+                provenance: Provenance | None = None, ties: dict | None = None) -> str:
     """One self-contained HTML page: provenance, then a section per task with its plots and table."""
     records = list(records)
     provenance = provenance or Provenance()
@@ -362,23 +360,23 @@ def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation 
         if task != "alignsim":
             for metric in dict.fromkeys(r.metric for r in headlines):
                 chosen = [r for r in headlines if r.metric == metric]
-                parts.append(_img(_bar_plot(task, metric, chosen, colours), f"{task} {metric} by method"))
+                parts.append(img_tag(_bar_plot(task, metric, chosen, colours), f"{task} {metric} by method"))
                 curve = _layer_plot(task, metric, chosen, sweeps) if sweeps else None
                 if curve:
-                    parts.append(_img(curve, f"{task} {metric} by layer"))
+                    parts.append(img_tag(curve, f"{task} {metric} by layer"))
         if task == "alignment":
             scatter = _alignment_plot(task_records, colours)
             if scatter:
-                parts.append(_img(scatter, "alignment against uniformity"))
+                parts.append(img_tag(scatter, "alignment against uniformity"))
         parts.append(_metric_notes(task, task_records))
         if task == "retrieval":
-            parts += _retrieval_section(task_records, colours)
+            parts += retrieval_section(task_records, colours)
         if task == "alignsim":
             parts += _alignsim_section(task_records, provenance, colours)
             parts.append(f"<details><summary>All {len(task_records)} ALIGN-SIM records</summary>"
                          f"{_html_table(task_records, colours)}</details>")
         else:
-            parts.append(_html_table(task_records, colours))
+            parts.append(_html_table(task_records, colours, ties))
     parts.append("</body></html>")
     return "\n".join(parts)
 

@@ -13,8 +13,14 @@ from collections.abc import Sequence
 
 from embedlab import runtime
 from embedlab.evaluation.records import Record
+from embedlab.results.figures import img_tag, png_base64
 
 CURVE_MEASURES = ("ndcg", "recall")
+
+
+def retrieval_section(records: Sequence[Record], colours: dict[str, str]) -> list[str]:
+    """The section's HTML parts: a curve figure per dataset, then the rerank table."""
+    return [img_tag(png_base64(figure), alt) for figure, alt in curve_figures(records, colours)] + [rerank_table(records)]
 
 
 def _cutoff(metric: str) -> tuple[str, int] | None:

@@ -5,8 +5,9 @@
 * ``json``: one JSON object per line (column name → value; numbers stay numbers), for programs;
 * ``csv``: a header line and one line per row (Python's ``csv`` quoting), for spreadsheets.
 
-Evaluation records print as a pivot (methods as columns) in ``table``/``markdown`` and as one record per
-line, with the metric's unit, in ``json``/``csv`` (:func:`format_records`).
+Evaluation records print as a pivot (methods as columns) in ``table``/``markdown``, each value with its 95 %
+confidence interval when it has one (``0.8203 [0.8071, 0.8322]``), and as one record per line, with the
+metric's unit and the interval fields (``ci_low`` … ``ci_note``), in ``json``/``csv`` (:func:`format_records`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import math
 from collections.abc import Iterable, Sequence
 
 from embedlab.errors import InputError
-from embedlab.evaluation.records import RECORD_KEYS, Record
+from embedlab.evaluation.records import CI_KEYS, RECORD_KEYS, Record
 
 FORMATS = ("table", "markdown", "json", "csv")
-RECORD_COLUMNS = (*RECORD_KEYS, "unit")  # json / csv output of records: every key plus the metric's unit
+# json / csv output of records: every key, the metric's unit and the interval fields
+RECORD_COLUMNS = (*RECORD_KEYS, "unit", *CI_KEYS)
 EMPTY = "(no results)"
 
 
@@ -35,7 +37,7 @@ def _text(value: object) -> str:
 
 def _is_number(cell: str) -> bool:
     try:
-        float(cell.replace(",", "").replace("%", "").split(" / ")[0])
+        float(cell.replace(",", "").replace("%", "").split(" / ")[0].split(" [")[0])
     except ValueError:
         return False
     return True
@@ -96,6 +98,15 @@ def format_value(task: str, metric: str, value: float) -> str:
     return f"{value:.4f}"
 
 
+def format_cell(record: Record) -> str:
+    """A record's table cell: its value, and its interval when it has one (``0.8203 [0.8071, 0.8322]``)."""
+    text = format_value(record.task, record.metric, record.value)
+    if record.has_interval:
+        low, high = (format_value(record.task, record.metric, bound) for bound in (record.ci_low, record.ci_high))
+        text += f" [{low}, {high}]"
+    return text
+
+
 def methods_of(records: Iterable[Record]) -> list[str]:
     return list(dict.fromkeys(r.method for r in records))
 
@@ -116,7 +127,7 @@ def pivot_cells(records: Sequence[Record]) -> tuple[list[str], list[list[str]]]:
     body = []
     for (task, dataset, subset, metric), by_method in rows:
         n = next(iter(by_method.values())).n
-        values = [format_value(task, metric, by_method[m].value) if m in by_method else "" for m in methods]
+        values = [format_cell(by_method[m]) if m in by_method else "" for m in methods]
         body.append([task, dataset, subset, metric, *values, f"{n:,}"])
     return header, body
 
@@ -125,7 +136,8 @@ def record_row(record: Record) -> list[object]:
     """One record's values in :data:`RECORD_COLUMNS` order (the unit from the task's metric declaration)."""
     from embedlab.evaluation import metric_of
 
-    return [*(getattr(record, key) for key in RECORD_KEYS), metric_of(record.task, record.metric).unit]
+    return [*(getattr(record, key) for key in RECORD_KEYS), metric_of(record.task, record.metric).unit,
+            *(getattr(record, key) for key in CI_KEYS)]
 
 
 def format_records(records: Sequence[Record], output_format: str) -> str:

@@ -53,6 +53,7 @@ CACHE_LAYER_CHOICES = ("spec", "all")
 SOLVER_THREADS_VARIABLE = "EMBEDLAB_SOLVER_THREADS"
 RESULTS_VARIABLE = "EMBEDLAB_RESULTS"
 DEBUG_VARIABLE = "EMBEDLAB_DEBUG"
+BOOTSTRAP_VARIABLE = "EMBEDLAB_BOOTSTRAP"
 _SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 _SETTINGS = _Settings()
@@ -210,6 +211,20 @@ def solver_thread_count() -> int:
     if threads < 1:
         raise InputError(f"{SOLVER_THREADS_VARIABLE}={value[:40]!r} must be a positive whole number (default 1)")
     return threads
+
+
+def bootstrap_resamples(default: int = 1000) -> int:
+    """Bootstrap resamples B of the evaluation's confidence intervals when neither ``--bootstrap`` nor
+    ``evaluate(bootstrap=…)`` says: ``$EMBEDLAB_BOOTSTRAP``, default 1000 (0 turns intervals off; the
+    test suite sets 0 so that only the tests about intervals pay for them)."""
+    value = os.environ.get(BOOTSTRAP_VARIABLE, str(default))
+    try:
+        resamples = int(value)
+    except ValueError:
+        resamples = -1
+    if resamples < 0:
+        raise InputError(f"{BOOTSTRAP_VARIABLE}={value[:40]!r} must be a whole number ≥ 0 (default {default})")
+    return resamples
 
 
 def debug() -> bool:

@@ -37,15 +37,16 @@ def _data(n: int, seed: int, noise: float) -> tuple[np.ndarray, np.ndarray]:
 
 def test_separable_data_is_perfect() -> None:
     x, y = _data(120, 0, noise=6.0)
-    dev, test = nested_cv_accuracy(x, y, folds=3, inner_folds=3, seed=0)
-    assert dev == 100.0 and test == 100.0
-    dev, test = kfold_accuracy(x[:80], y[:80], x[80:], y[80:], folds=3, seed=0)
-    assert test == 100.0
+    dev, test, correct = nested_cv_accuracy(x, y, folds=3, inner_folds=3, seed=0)
+    assert dev == 100.0 and test == 100.0 and correct.shape == (120,) and correct.all()
+    dev, test, correct = kfold_accuracy(x[:80], y[:80], x[80:], y[80:], folds=3, seed=0)
+    assert test == 100.0 and correct.shape == (40,)
 
 
 def test_split_accuracy_selects_on_dev() -> None:
     x, y = _data(300, 1, noise=0.7)
-    dev, test = split_accuracy(x[:100], y[:100], x[100:200], y[100:200], x[200:], y[200:], seed=0)
+    dev, test, correct = split_accuracy(x[:100], y[:100], x[100:200], y[100:200], x[200:], y[200:], seed=0)
+    assert 100 * correct.mean() == test  # one 1/0 per test item: the accuracy is their mean
     dev_scores = [round(100 * LogisticRegression(C=c, random_state=0, max_iter=1000).fit(x[:100], y[:100])
                         .score(x[100:200], y[100:200]), 2) for c in INNER_REGS]
     best = INNER_REGS[int(np.argmax(dev_scores))]

@@ -78,3 +78,59 @@ def test_a_database_of_percent_accuracies_is_migrated_to_fractions(tmp_path: Pat
                           ("clustering", "accuracy"): 0.5887}
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+_VERSION_2_TABLE = """CREATE TABLE results (method TEXT NOT NULL, task TEXT NOT NULL, dataset TEXT NOT NULL, subset TEXT NOT NULL,
+    metric TEXT NOT NULL, value REAL NOT NULL, n INTEGER NOT NULL, fingerprint TEXT NOT NULL, code_version TEXT NOT NULL,
+    seed INTEGER NOT NULL, created REAL NOT NULL, extra TEXT, identity TEXT, PRIMARY KEY (method, task, dataset, subset, metric))"""
+
+
+def test_a_database_from_before_intervals_stays_readable_without_them(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "v2.sqlite"
+    with sqlite3.connect(path) as connection:  # the layout embedlab wrote before intervals (user_version 2)
+        connection.execute(_VERSION_2_TABLE)
+        connection.execute("INSERT INTO results VALUES ('m', 'sts', 'stsb', 'test', 'spearman', 0.82, 1379, 'f', 'v', 0, 0, NULL, 'i')")
+        connection.execute("PRAGMA user_version = 2")
+    db = ResultsDB(path)
+    (old,) = db.records()
+    assert (old.value, old.interval()) == (0.82, dict.fromkeys(("ci_low", "ci_high", "ci_resamples", "ci_resampled", "ci_note")))
+    assert db.units("m", "sts", "stsb") == {} and db.interval_draws("m", "sts", "stsb") == set()
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+
+
+def test_units_are_stored_once_as_arrays_and_intervals_change_in_place(tmp_path: Path) -> None:
+    import sqlite3
+
+    import numpy as np
+
+    from embedlab.evaluation.records import UnitScores
+
+    gold = np.linspace(0, 5, 40)
+    def scored(method: str, metric: str) -> Record:
+        units = UnitScores("pairs", metric, {"predicted": gold * (1 + len(method)), "gold": gold})
+        return Record(method, "sts", "stsb", "test", metric, 1.0, 40, units=units, ci_low=0.9, ci_high=1.0,
+                      ci_resamples=100, ci_resampled="pairs")
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    db.add([scored("a", "spearman"), scored("a", "pearson")], fingerprint="f", seed=4)
+    db.add([scored("bb", "spearman"), Record("bb", "sts", "stsb", "test", "kendall_b", 0.7, 40, ci_note="why")], fingerprint="f")
+    with sqlite3.connect(db.path) as connection:  # gold once for everyone, each method's predictions once
+        assert connection.execute("SELECT COUNT(*) FROM unit_arrays").fetchone()[0] == 3
+    units = db.units("a", "sts", "stsb")
+    assert set(units) == {("test", "spearman"), ("test", "pearson")}
+    np.testing.assert_array_equal(units[("test", "pearson")].arrays["gold"], gold)
+    assert units[("test", "pearson")].statistic == "pearson" and units[("test", "pearson")].resampled == "pairs"
+    assert db.interval_draws("a", "sts", "stsb") == {(100, 4)}
+    assert {r.metric: r.ci_note for r in db.records(method="bb")} == {"spearman": None, "kendall_b": "why"}
+    # recomputed in place: the same rows, new bounds and draws
+    moved = [Record("a", "sts", "stsb", "test", "spearman", 1.0, 40, ci_low=0.5, ci_high=0.6, ci_resamples=200, ci_resampled="pairs")]
+    db.set_intervals(moved, seed=9)
+    after = {r.metric: r for r in db.records(method="a")}
+    assert len(after) == 2 and (after["spearman"].ci_low, after["spearman"].ci_resamples) == (0.5, 200)
+    assert db.interval_draws("a", "sts", "stsb") == {(200, 9), (100, 4)}
+    db.delete("bb", "sts", "stsb")  # its predictions are no longer referred to by any row
+    with sqlite3.connect(db.path) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM unit_arrays").fetchone()[0] == 2

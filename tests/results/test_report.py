@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from .test_tables import records
 
 from embedlab.evaluation.records import Record
@@ -69,3 +71,17 @@ def test_alignsim_section_has_criterion_tables_not_a_dump() -> None:
     assert "<h3>Criterion 1: semantic distinction" in page and "90.0" in page  # Table 3 prints % as the paper does
     assert "<details><summary>All 9 ALIGN-SIM records</summary>" in page
     assert ">3<" in page and "3.0000" not in page
+
+
+def test_intervals_become_error_bars_and_ties_with_the_best_are_shaded() -> None:
+    from embedlab.results.report import _error_bars
+
+    bounded = Record("a", "sts", "stsb", "test", "spearman", 0.82, 1379, ci_low=0.80, ci_high=0.83, ci_resamples=1000)
+    bare = Record("b", "sts", "stsb", "test", "spearman", 0.81, 1379)
+    extents = _error_bars([bounded, bare], [("stsb", "test", "a"), ("stsb", "test", "b"), ("stsb", "test", "c")])
+    assert extents == [[pytest.approx(0.02), 0.0, 0.0], [pytest.approx(0.01), 0.0, 0.0]]
+    ties = {("a", "sts", "stsb", "test", "spearman"): "best", ("b", "sts", "stsb", "test", "spearman"): "tied"}
+    page = html_report([bounded, bare], ties=ties)
+    row = [line for line in page.splitlines() if "<td>sts</td>" in line][0]
+    assert '<td class="best">0.8200 [0.8000, 0.8300]</td>' in row and '<td class="tied">0.8100</td>' in row
+    assert "statistically tied with the best" in page

@@ -143,6 +143,31 @@ def test_committed_records_parse_carry_their_fields_and_are_all_asked_for(paper)
         assert record.key in wanted, f"record no paper value asks for: {record.key}"
 
 
+def test_judgements_cite_our_interval_and_say_where_the_paper_falls(tmp_path):
+    from dataclasses import replace
+
+    from embedlab.results.reproduce.render import interval_summary
+
+    wide = replace(_record(0.8230), ci_low=0.8100, ci_high=0.8350, ci_resamples=1000, ci_resampled="pairs")
+    outside = compare(_value(), wide)  # 0.820 is outside the 0.002 tolerance but inside [0.8100, 0.8350]
+    assert outside.status == "outside tolerance" and outside.paper_in_interval is True
+    assert outside.reason == "why; the paper's value lies inside our 95 % CI [0.8100, 0.8350]"
+    narrow = compare(_value(), replace(wide, ci_low=0.8210, ci_high=0.8250))
+    assert narrow.paper_in_interval is False and "lies outside our 95 % CI [0.8210, 0.8250]" in narrow.reason
+    within = compare(_value(), replace(wide, value=0.8206, ci_low=0.8100, ci_high=0.8300))
+    assert within.status == "within tolerance" and within.reason == "why; our 95 % CI [0.8100, 0.8300]"
+    percent = compare(_value("82.0", "percent", tolerance="0.2"), wide)  # the interval in the paper's unit
+    assert "lies inside our 95 % CI [81.00, 83.50]" in percent.reason
+    bare = compare(_value(), _record(0.8230))
+    assert bare.paper_in_interval is None and bare.reason == "why; no interval: recompute to get one"
+    assert interval_summary([outside, narrow, bare, within]) == (
+        "3 outside tolerance: the paper's value lies inside our 95 % CI in 1, outside it in 1; "
+        "1 without an interval (recompute to get one)")
+    path = write_records("neural", [wide, replace(_record(0.5), method="a")], tmp_path)  # intervals are written only where they exist
+    assert [("ci_low" in line) for line in path.read_text().splitlines()] == [False, True]
+    assert {r.value: r.ci_high for r in read_records("neural", tmp_path)} == {0.5: None, 0.8230: 0.8350}
+
+
 def test_records_round_trip_sorted_and_a_bad_line_is_named(tmp_path):
     records = [_record(0.5), StoredRecord("a", "sts", "stsb", "test", "spearman", 0.1, 3, "correlation", "v", "f", "recomputed: x")]
     path = write_records("neural", records, tmp_path)

@@ -41,12 +41,25 @@ def test_json_and_csv_carry_every_record_with_its_unit() -> None:
     rows = [json.loads(line) for line in format_records(records(), "json").splitlines()]
     assert [tuple(row) for row in rows] == [RECORD_COLUMNS] * len(records())
     assert rows[0] == {"method": "a", "task": "sts", "dataset": "sts12", "subset": "MSRpar", "metric": "spearman",
-                       "value": 0.5, "n": 750, "unit": "correlation"}
+                       "value": 0.5, "n": 750, "unit": "correlation", "ci_low": None, "ci_high": None,
+                       "ci_resamples": None, "ci_resampled": None, "ci_note": None}
     units = {(row["task"], row["metric"]): row["unit"] for row in rows}
     assert units[("clustering", "accuracy")] == "fraction" and units[("triplets", "error")] == "fraction"
     parsed = list(csv.reader(io.StringIO(format_records(records(), "csv"))))
     assert parsed[0] == list(RECORD_COLUMNS) and len(parsed) == len(records()) + 1
-    assert parsed[-1] == ["b", "triplets", "sts", "all", "error", "0.001", "455624", "fraction"]
+    assert parsed[-1] == ["b", "triplets", "sts", "all", "error", "0.001", "455624", "fraction", "", "", "", "", ""]
+
+
+def test_intervals_print_beside_their_values_and_in_json() -> None:
+    with_interval = Record("a", "sts", "stsb", "test", "spearman", 0.8203, 1379, ci_low=0.8071, ci_high=0.8322,
+                           ci_resamples=1000, ci_resampled="pairs")
+    undefined = Record("b", "sts", "stsb", "test", "spearman", 0.5, 1379, ci_note="constant score")
+    table = format_records([with_interval, undefined], "table")
+    assert "0.8203 [0.8071, 0.8322]" in table and "nan" not in table
+    assert table.splitlines()[2].endswith("0.8203 [0.8071, 0.8322]  0.5000  1,379")  # right-aligned as numbers
+    rows = [json.loads(line) for line in format_records([with_interval, undefined], "json").splitlines()]
+    assert (rows[0]["ci_low"], rows[0]["ci_high"], rows[0]["ci_resamples"], rows[0]["ci_resampled"]) == (0.8071, 0.8322, 1000, "pairs")
+    assert rows[1]["ci_low"] is None and rows[1]["ci_note"] == "constant score"
 
 
 def test_render_quotes_csv_and_escapes_markdown() -> None:

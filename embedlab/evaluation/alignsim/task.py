@@ -223,9 +223,10 @@ class AlignSimTask(Task):
         self.check(method)
         if self.dataset == ADJUSTMENT:
             alpha, random_ned, counts = self.adjustment(method)
-            records = [self.record(method, "adjustment", "alpha", alpha, counts[0])]
+            note = "the adjustment level fitted on random pairs (Eq. 1–2): no interval"
+            records = [self.record(method, "adjustment", "alpha", alpha, counts[0], note=note)]
             if random_ned is not None:
-                records.append(self.record(method, "adjustment", "random_ned", random_ned, counts[1]))
+                records.append(self.record(method, "adjustment", "random_ned", random_ned, counts[1], note=note))
             return records
         scores = self.scores(method)
         for (subset, kind), margins in scores.margins.items():  # for the ε-histograms of reused results too

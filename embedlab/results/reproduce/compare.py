@@ -20,6 +20,26 @@ class Row:
     difference: float | None
     status: str
     reason: str
+    # whether the paper's value lies inside our 95 % interval (None: not a same-model cell, or no interval)
+    paper_in_interval: bool | None = None
+
+
+NO_INTERVAL = "no interval: recompute to get one"
+
+
+def _interval(value: PaperValue, record: StoredRecord, status: str) -> tuple[bool | None, str]:
+    """(whether the paper's value lies inside our 95 % interval, the sentence that says so) for a same-model
+    cell; a cell within tolerance cites the interval, one outside says where the paper's value falls."""
+    if status not in ("within tolerance", "outside tolerance", "exact"):
+        return None, ""
+    if not record.has_interval:
+        return None, f"; {record.ci_note or NO_INTERVAL}" if status == "outside tolerance" else ""
+    low, high = (convert(float(bound), record.unit, value.unit) for bound in (record.ci_low, record.ci_high))
+    inside = low <= value.number <= high
+    shown = f"our 95 % CI [{low:.{printed_decimals(value.value) + 1}f}, {high:.{printed_decimals(value.value) + 1}f}]"
+    if status == "outside tolerance":
+        return inside, f"; the paper's value lies {'inside' if inside else 'outside'} {shown}"
+    return inside, f"; {shown}"
 
 
 def compare(value: PaperValue, record: StoredRecord | None, plan: RecomputePlan | None = None) -> Row:
@@ -49,7 +69,8 @@ def compare(value: PaperValue, record: StoredRecord | None, plan: RecomputePlan 
     else:
         status = {"protocol": "other protocol", "analogue": "analogue on another model",
                   "different-model": "different model", "not-reproducible": "not reproducible here"}[value.kind]
-    return Row(value, record, ours, difference, status, value.reason)
+    inside, sentence = _interval(value, record, status)
+    return Row(value, record, ours, difference, status, value.reason + sentence, inside)
 
 
 def report_rows(paper: str, *, values_folder: Path = PAPER_VALUES, records_folder: Path = RECORDS) -> list[Row]:

@@ -58,6 +58,15 @@ def status_counts(rows: Sequence[Row]) -> dict[str, int]:
     return {status: count for status, count in counts.items() if count}
 
 
+def interval_summary(rows: Sequence[Row]) -> str:
+    """How many cells outside tolerance have the paper's value inside our 95 % interval."""
+    outside = [row for row in rows if row.status == "outside tolerance"]
+    inside = sum(row.paper_in_interval is True for row in outside)
+    unknown = sum(row.paper_in_interval is None for row in outside)
+    return (f"{len(outside)} outside tolerance: the paper's value lies inside our 95 % CI in {inside}, outside it in "
+            f"{len(outside) - inside - unknown}; {unknown} without an interval (recompute to get one)")
+
+
 def provenance_lines(records: Sequence[StoredRecord]) -> list[str]:
     """One line per distinct provenance: how many records came from where."""
     counts: dict[str, int] = {}
@@ -84,7 +93,7 @@ def render_markdown(sections: dict[str, list[Row]], records: dict[str, list[Stor
         lines.append(f"| {paper} | {len(rows)} | " + " | ".join(str(counts.get(s, 0)) for s in STATUSES) + " |")
     for paper, rows in sections.items():
         lines += ["", f"## {paper}: {PAPERS[paper]}", ""]
-        lines += [f"* {line}" for line in provenance_lines(records[paper])] + [""]
+        lines += [f"* {line}" for line in [interval_summary(rows), *provenance_lines(records[paper])]] + [""]
         lines.append("| " + " | ".join(HEADER) + " |")
         lines.append("|" + "|".join("---:" if name in ("paper", "ours", "difference") else "---" for name in HEADER) + "|")
         lines += ["| " + " | ".join(_md_escape(cell) for cell in _cells(row)) + " |" for row in rows]
@@ -108,7 +117,7 @@ def render_html(sections: dict[str, list[Row]], records: dict[str, list[StoredRe
     numeric = {"paper", "ours", "difference"}
     for paper, rows in sections.items():
         parts.append(f"<h2>{paper}: {html.escape(PAPERS[paper])}</h2><ul>")
-        parts += [f"<li>{html.escape(line)}</li>" for line in provenance_lines(records[paper])]
+        parts += [f"<li>{html.escape(line)}</li>" for line in [interval_summary(rows), *provenance_lines(records[paper])]]
         parts.append("</ul><table><tr>" + "".join(f"<th>{html.escape(name)}</th>" for name in HEADER) + "</tr>")
         for row in rows:
             css = row.status.replace(" ", "-")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from embedlab.errors import InputError
-from embedlab.evaluation.records import Record
+from embedlab.evaluation.records import CI_KEYS, Record
 
 RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 PAPER_VALUES = RESOURCES / "paper_values"
@@ -147,7 +147,7 @@ def read_records(paper: str, folder: Path = RECORDS) -> list[StoredRecord]:
             missing = [name for name in RECORD_FIELDS if name not in data and name != "protocol"]
             if missing:
                 raise ValueError(f"missing {', '.join(missing)}")
-            record = StoredRecord(**{name: data[name] for name in RECORD_FIELDS if name in data})
+            record = StoredRecord(**{name: data[name] for name in (*RECORD_FIELDS, *CI_KEYS) if name in data})
             unit_problem = _unit_problem(record.unit, record.task, record.metric)
             if unit_problem or not math.isfinite(float(record.value)):
                 raise ValueError(f"bad {unit_problem or f'value {record.value!r}'}")
@@ -232,7 +232,7 @@ def stored_from(record: Record, *, fingerprint: str, code_version: str, provenan
     """A harness record as a committed record."""
     return StoredRecord(record.method, record.task, record.dataset, record.subset, record.metric, float(record.value),
                         int(record.n), unit_of(record.task, record.metric), code_version,
-                        fingerprint, provenance, protocol)
+                        fingerprint, provenance, protocol, **record.interval())
 
 
 def needed_keys(paper: str) -> set[tuple[str, str, str, str, str]]:

@@ -1,0 +1,70 @@
+"""``embedlab compare A B [C …] --tasks …``: which differences between methods are real.
+
+Runs (or reuses from the results database, as ``eval`` does) every method on every task, then per task
+dataset compares each method with the first on the headline metric (``--metric`` for another): the paired
+difference with its paired-bootstrap 95 % interval and p-value, Holm-adjusted p-values across the call,
+the analytic tests for two dependent correlations where the gold scores are shared, and which methods are
+statistically tied with the best (:mod:`embedlab.results.comparison`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from embedlab.cli.arguments import add_bootstrap, add_format, non_negative_int
+from embedlab.errors import InputError
+
+
+def _units(run, db) -> dict:
+    """Per-unit scores of every record of ``run``: in memory for fresh records, from ``db`` for reused ones."""
+    units = {(r.method, r.task, r.dataset, r.subset, r.metric): r.units for r in run.records if r.units is not None}
+    for method, task, dataset in {(r.method, r.task, r.dataset) for r in run.records if r.units is None}:
+        if db is not None:
+            for (subset, metric), found in db.units(method, task, dataset).items():
+                units.setdefault((method, task, dataset, subset, metric), found)
+    return units
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from embedlab.cli.evaluate import load_method
+    from embedlab.evaluation import evaluate, parse_tasks
+    from embedlab.evaluation.bootstrap import check_resamples
+    from embedlab.results.comparison import compare_records, format_comparison
+    from embedlab.results.database import ResultsDB
+    from embedlab.runtime.settings import bootstrap_resamples
+
+    if len(args.specs) < 2:
+        raise InputError("compare needs at least two methods (each is compared with the first)")
+    resamples = check_resamples(bootstrap_resamples() if args.bootstrap is None else args.bootstrap)
+    if resamples == 0:
+        raise InputError("compare needs bootstrap resamples: --bootstrap must be at least 1")
+    tasks = parse_tasks(args.tasks, seed=args.seed)
+    methods = [load_method(spec) for spec in args.specs]
+    db = None if args.no_db else ResultsDB(args.db)
+    run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, bootstrap=resamples)
+    comparison = compare_records(run.records, _units(run, db), [method.spec for method in methods],
+                                 resamples=resamples, seed=args.seed, metric=args.metric)
+    text = format_comparison(comparison, args.format)
+    sys.stdout.write(text + "\n" if text else "")
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    """Register ``compare``."""
+    parser = subparsers.add_parser(
+        "compare", help="compare methods: paired differences with confidence intervals and Holm-adjusted p-values",
+        description="Compare two or more method specs on tasks (each against the first), on each task's headline "
+                    "metric: paired-bootstrap differences with 95%% intervals and p-values, Holm-adjusted across the "
+                    "call, Williams' t / Steiger's Z / Zou's interval for correlations with shared gold scores, and "
+                    "which methods are statistically tied with the best (docs/evaluation.md, Uncertainty).")
+    parser.add_argument("specs", nargs="+", metavar="SPEC", help="method specs; the first is the reference")
+    parser.add_argument("--tasks", default="quick", help="comma-separated task selection, as eval takes it (default: quick)")
+    parser.add_argument("--metric", default=None, help="compare on this metric instead of each task's headline metric")
+    parser.add_argument("--db", default=None, help="results database file (default ./embedlab_results.sqlite, or $EMBEDLAB_RESULTS)")
+    parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
+    parser.add_argument("--force", action="store_true", help="recompute results already in the database")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the tasks' random choices and of the resamples")
+    add_bootstrap(parser)
+    add_format(parser)
+    parser.set_defaults(handler=run_compare)

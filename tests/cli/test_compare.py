@@ -1,0 +1,56 @@
+"""Tests for embedlab.cli.compare: the command runs what is missing, reuses what is stored, and refuses
+bad input with one clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakes import FakeMethod, isolated_eval_cache, scored_pairs_file  # noqa: F401 (autouse fixture)
+
+from embedlab.cli import evaluate as cli_eval
+from embedlab.cli.app import main
+
+
+@pytest.fixture()
+def scored_pairs(tmp_path: Path) -> Path:
+    return scored_pairs_file(tmp_path)
+
+
+def test_compare_prints_differences_and_reuses_stored_runs(scored_pairs: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    created: list[FakeMethod] = []
+
+    def fake_load(spec: str) -> FakeMethod:
+        created.append(FakeMethod(spec=spec, dim=8 if spec == "fake-a" else 3))
+        return created[-1]
+
+    monkeypatch.setattr(cli_eval, "load_method", fake_load)
+    db = tmp_path / "r.sqlite"
+    argv = ["compare", "fake-a", "fake-b", "--tasks", f"sts:@{scored_pairs}", "--db", str(db), "--bootstrap", "200", "-q"]
+    assert main(argv + ["--format", "json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [row["method"] for row in rows] == ["fake-a", "fake-b"] and rows[0]["diff"] is None
+    assert rows[1]["diff_ci_low"] < rows[1]["diff"] < rows[1]["diff_ci_high"] and 0 < rows[1]["p"] <= rows[1]["p_holm"] <= 1
+    assert rows[1]["diff"] == pytest.approx(rows[1]["value"] - rows[0]["value"])
+    assert main(argv) == 0  # the second time from the database: nothing encoded
+    assert created[2].encode_calls == [] and created[3].encode_calls == []
+    assert "diff vs first [95% CI]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["compare", "eval"])
+@pytest.mark.parametrize("value, message", [("-3", "must not be negative"), ("x", "is not a whole number")])
+def test_bad_bootstrap_counts_are_refused(command, value, message, capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:  # argparse's usage error, before any work
+        main([command, "a", "b", "--bootstrap", value])
+    assert stopped.value.code == 2 and f"argument --bootstrap: '{value}' {message}" in capsys.readouterr().err
+
+
+def test_no_resamples_is_refused(capsys) -> None:
+    assert main(["compare", "a", "b", "--bootstrap", "0"]) == 2
+    assert "compare needs bootstrap resamples" in capsys.readouterr().err
+
+
+def test_one_method_is_refused(capsys) -> None:
+    assert main(["compare", "a"]) == 2
+    assert "at least two methods" in capsys.readouterr().err
