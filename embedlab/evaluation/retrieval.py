@@ -34,6 +34,7 @@ _MEASURE_TEXT = {
     "recall": "share of the relevant documents found in the top k (trec_eval recall), 0–1",
     "precision": "share of the top k that is relevant (trec_eval P), 0–1",
 }
+DATA_COUNT = "a count of the data, not an estimate: no interval"
 BINARY = ("binary", "ubinary")  # output precisions whose vectors are sign bits (methods' precision= option)
 SEARCHES = ("exact", "hnsw")  # hnsw: faiss's approximate graph index (pip install faiss-cpu); the corpus in memory
 
@@ -182,9 +183,9 @@ class RetrievalTask(Task):
         return rescore(_unit32(float_queries), lambda rows: corpus[rows], indices, depth, priority)
 
     def _counts(self, method: Method, data: RetrievalSet, subset: str) -> list[Record]:
-        return [self.record(method, subset, "queries", len(data.queries), len(data.queries)),
-                self.record(method, subset, "skipped_queries", data.skipped_queries, len(data.queries)),
-                self.record(method, subset, "documents", data.size, data.size)]
+        return [self.record(method, subset, "queries", len(data.queries), len(data.queries), note=DATA_COUNT),
+                self.record(method, subset, "skipped_queries", data.skipped_queries, len(data.queries), note=DATA_COUNT),
+                self.record(method, subset, "documents", data.size, data.size, note=DATA_COUNT)]
 
     def _metric_records(self, method: Method, subset: str, ranked: dict[str, list[str]], data: RetrievalSet) -> list[Record]:
         values = per_query_metrics(ranked, data.qrels, self.k)
@@ -207,7 +208,8 @@ class RetrievalTask(Task):
             offset += len(head)
         subset = self.rerank_subset
         return (self._metric_records(method, subset, reranked, data)
-                + [self.record(method, subset, "rerank_seconds_per_query", seconds, len(ranked))])
+                + [self.record(method, subset, "rerank_seconds_per_query", seconds, len(ranked),
+                               note="a wall time of the whole rerank: no interval")])
 
     def check(self, method: Method) -> None:
         if method.pairwise:
