@@ -193,7 +193,8 @@ def add_routes(app: FastAPI, service: Service) -> None:
     @keyed.post("/rerank")
     async def rerank(body: RerankRequest, request: Request) -> Response:
         entry = find_served(service.served, body.model)
-        service.check_texts([body.query, *body.documents], "documents")
+        service.check_texts([body.query], "query")
+        service.check_texts(body.documents, "documents")
         if body.top_n is not None and body.top_n < 1:
             raise ApiError(400, f"top_n={body.top_n}: give a positive number", code="invalid_request", param="top_n")
         scores, tokens = await service.scores(entry, [(body.query, document) for document in body.documents], request)
@@ -220,5 +221,4 @@ def create_app(served: dict[str, ServedMethod], options: ServeOptions = ServeOpt
     install_error_handlers(app, service.metrics)
     add_routes(app, service)
     app.add_middleware(Guard, metrics=service.metrics, max_body_bytes=options.max_body_bytes)
-    app.state.service = service
     return app

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
 
 
 class ApiError(Exception):
@@ -59,5 +59,5 @@ class RerankRequest(_Request):
 
     query: StrictStr
     documents: list[StrictStr]
-    top_n: StrictInt | None = Field(default=None)
+    top_n: StrictInt | None = None
     return_documents: StrictBool = False
