@@ -58,6 +58,10 @@ def test_the_openai_client_gets_the_in_process_vectors(url, spec, tiny_model, ex
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     assert answer.usage.prompt_tokens == answer.usage.total_tokens == sum(len(ids) for ids in tokenizer(TEXTS)["input_ids"])
     assert answer.model == "tiny"
+    with pytest.raises(openai.BadRequestError, match="empty string"):  # refusals reach the client as OpenAI's do
+        client.embeddings.create(model="tiny", input="")
+    with pytest.raises(openai.NotFoundError, match="not served here"):
+        client.embeddings.create(model="text-embedding-3-small", input="a man")
 
 
 def test_base64_decodes_to_the_float_answer(url) -> None:
