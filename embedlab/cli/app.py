@@ -22,10 +22,10 @@ import warnings
 from embedlab import __version__
 from embedlab import runtime
 from embedlab.runtime import settings
-from embedlab.cli import alignsim, arguments, cache, compare, embed, evaluate, matching, methods, neural, reproduce, static
+from embedlab.cli import alignsim, arguments, cache, compare, embed, evaluate, matching, methods, neural, reproduce, serve, static
 from embedlab.errors import InputError
 
-COMMAND_GROUPS = (embed, methods, evaluate, compare, neural, matching, alignsim, reproduce, static, cache)
+COMMAND_GROUPS = (embed, methods, evaluate, compare, neural, matching, alignsim, reproduce, static, serve, cache)
 
 USAGE_ERROR = 2  # bad arguments or input (embedlab's InputError): the user can fix the command line or the file
 RUNTIME_ERROR = 1  # the command was fine but the machine was not (disk full, no permission, damaged database), or a bug

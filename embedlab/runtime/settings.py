@@ -16,7 +16,7 @@ tools embedlab honours); everything else asks a function here.
   (a context variable: it holds for that thread or task only) or a process turned it off for good
   (:func:`set_token_state_storing`, a Ray actor that only embeds corpora).
 * Results database: ``$EMBEDLAB_RESULTS``; solver threads: ``$EMBEDLAB_SOLVER_THREADS``; tracebacks:
-  ``$EMBEDLAB_DEBUG``; the Ray cluster: ``$RAY_ADDRESS``.
+  ``$EMBEDLAB_DEBUG``; the Ray cluster: ``$RAY_ADDRESS``; the key of ``embedlab serve``: ``$EMBEDLAB_API_KEY``.
 """
 
 from __future__ import annotations
@@ -235,6 +235,11 @@ def debug() -> bool:
 def ray_address() -> str | None:
     """The Ray cluster ``$RAY_ADDRESS`` names (``None``: start a local one)."""
     return os.environ.get("RAY_ADDRESS") or None
+
+
+def serve_api_key() -> str | None:
+    """The bearer key ``embedlab serve`` asks for: ``$EMBEDLAB_API_KEY`` (``None``: no key; docs/serve.md)."""
+    return os.environ.get("EMBEDLAB_API_KEY") or None
 
 
 def forbid_downloads() -> None:

@@ -1,0 +1,75 @@
+"""Running the app on uvicorn: bind (``port=0`` picks a free port), say where, serve until SIGTERM/SIGINT.
+
+The socket is bound and listening before the one line ``listening on http://HOST:PORT`` is printed, so a
+client that reads the line can connect at once (the kernel queues it until uvicorn accepts). On SIGTERM
+or SIGINT uvicorn stops accepting, lets every request in flight finish (its batch included, since the
+batchers stop only after the server has drained), then the command exits with status 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import uvicorn
+from fastapi import FastAPI
+
+GRACEFUL_SHUTDOWN_S = 60  # in-flight requests get this long to finish after SIGTERM
+
+
+class GracefulServer(uvicorn.Server):
+    """uvicorn's server, except that a SIGTERM or SIGINT that stopped it gracefully ends the command with
+    status 0 (uvicorn raises the signal again once drained: the process would die of it, status -15 or a
+    KeyboardInterrupt). A second Ctrl-C still forces the exit, as in uvicorn."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+            yield
+            return
+        previous = {number: signal.signal(number, self.handle_exit) for number in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+
+@dataclass
+class Listener:
+    """A uvicorn server and the listening socket it will serve on."""
+
+    server: GracefulServer
+    socket: socket.socket
+
+    @property
+    def url(self) -> str:
+        host, port = self.socket.getsockname()[:2]
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+    def run(self) -> None:
+        """Serve until told to stop (a signal, or ``server.should_exit``); closes the socket."""
+        try:
+            self.server.run(sockets=[self.socket])
+        finally:
+            self.socket.close()
+
+
+def listen(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> Listener:
+    """Bind and listen on ``host:port`` (0: a free port) for ``app``; nothing is served until :meth:`Listener.run`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, server_header=False)
+    return Listener(GracefulServer(config), sock)
