@@ -37,14 +37,6 @@ def _counts(indices: np.ndarray, n: int) -> np.ndarray:
     return np.bincount((indices + offsets).ravel(), minlength=resamples * n).reshape(resamples, n).astype(np.float32)
 
 
-def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson's r of each row pair (NaN for a constant row)."""
-    x = x - x.mean(axis=-1, keepdims=True)
-    y = y - y.mean(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.einsum("...i,...i->...", x, y) / np.sqrt(np.einsum("...i,...i->...", x, x) * np.einsum("...i,...i->...", y, y))
-
-
 def _grouped(counts: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the draws of each distinct value (B, distinct values), each unit's value index): units with equal
     values pooled."""
@@ -62,7 +54,7 @@ def _draw_ranks(counts: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _weighted_pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Pearson's r of each resample given per-unit values (B, n) and draw counts (B, n)."""
+    """Pearson's r of each resample given per-unit values ((B or 1), n) and draw counts (B, n); NaN where constant."""
     total = weights.sum(axis=1, keepdims=True)
     x = x - (weights * x).sum(axis=1, keepdims=True) / total
     y = y - (weights * y).sum(axis=1, keepdims=True) / total
@@ -111,6 +103,12 @@ def _tuple_error(units: UnitScores, indices: np.ndarray) -> np.ndarray:
         return wrong / (similar_counts.sum(axis=1, dtype=np.float64) * other_counts.sum(axis=1, dtype=np.float64))
 
 
+def _pearson(units: UnitScores, indices: np.ndarray) -> np.ndarray:
+    x = np.asarray(units.arrays["predicted"], dtype=np.float64)
+    counts = _counts(indices, x.size).astype(np.float64)
+    return _weighted_pearson(x[None, :], np.asarray(units.arrays["gold"], dtype=np.float64)[None, :], counts)
+
+
 def _spearman(units: UnitScores, indices: np.ndarray) -> np.ndarray:
     """Spearman's ρ of every resample: Pearson's r of the draws' average ranks, weighted by draw counts
     (no sort per resample)."""
@@ -124,8 +122,7 @@ _STATISTICS: dict[str, Callable[[UnitScores, np.ndarray], np.ndarray]] = {
     "mean": lambda units, indices: np.asarray(units.arrays["score"], dtype=np.float64)[indices].mean(axis=-1),
     "ratio": lambda units, indices: (np.asarray(units.arrays["numerator"], dtype=np.float64)[indices].sum(axis=-1)
                                      / np.asarray(units.arrays["denominator"], dtype=np.float64)[indices].sum(axis=-1)),
-    "pearson": lambda units, indices: _pearson_rows(np.asarray(units.arrays["predicted"], dtype=np.float64)[indices],
-                                                    np.asarray(units.arrays["gold"], dtype=np.float64)[indices]),
+    "pearson": _pearson,
     "spearman": _spearman,
     "kendall_b": lambda units, indices: _kendall(units, indices, "b"),
     "kendall_c": lambda units, indices: _kendall(units, indices, "c"),
