@@ -28,6 +28,9 @@ DEFAULT_RESAMPLES = 1000
 LEVEL = 0.95
 MIN_UNITS = 10  # fewer units than this give no interval (the issue's threshold; percentiles of 9 points mislead)
 _BLOCK_ENTRIES = 1 << 22  # Kendall's sign matrix is built n × block at a time: ≈ 16 MB of float32
+# Kendall's τ and the pair error cost B × (unit pairs) multiply-adds: above this many unit pairs (20,000² pairs
+# scored, minutes on two cores at B = 1,000) a record gets a note instead of an interval
+MAX_UNIT_PAIRS = 4 * 10 ** 8
 
 
 def _counts(indices: np.ndarray, n: int) -> np.ndarray:
@@ -183,11 +186,24 @@ def no_interval_reason(values: np.ndarray, n: int, resampled: str) -> str | None
     return None
 
 
+def _unit_pairs(units: UnitScores) -> int:
+    """How many pairs of units the statistic compares (0 for the statistics linear in the units)."""
+    if units.statistic.startswith("kendall"):
+        return len(units) ** 2
+    if units.statistic == "tuple_error":
+        similar = int((np.asarray(units.arrays["similar"]) == 1).sum())
+        return similar * (len(units) - similar)
+    return 0
+
+
 def interval(units: UnitScores, resamples: int, seed: int) -> Interval:
     """The 95 % percentile bootstrap interval of the units' statistic (B = ``resamples``, drawn from ``seed``)."""
     n = len(units)
     if n < MIN_UNITS:
         return Interval(None, None, resamples, units.resampled, f"fewer than {MIN_UNITS} {units.resampled} ({n})")
+    if _unit_pairs(units) > MAX_UNIT_PAIRS:
+        return Interval(None, None, resamples, units.resampled, f"{units.statistic} over {n:,} {units.resampled}: "
+                        f"more than {MAX_UNIT_PAIRS:,} unit pairs to resample (B × n² work); no interval")
     values = distribution(lambda indices: statistic(units, indices), n, resamples, seed)
     reason = no_interval_reason(values, n, units.resampled)
     if reason is not None:
