@@ -28,6 +28,9 @@ DEFAULT_RESAMPLES = 1000
 LEVEL = 0.95
 MIN_UNITS = 10  # fewer units than this give no interval (the issue's threshold; percentiles of 9 points mislead)
 _BLOCK_ENTRIES = 1 << 22  # Kendall's sign matrix is built n × block at a time: ≈ 16 MB of float32
+# Kendall's τ and the pair error cost B × (unit pairs) multiply-adds: above this many unit pairs (20,000² pairs
+# scored, minutes on two cores at B = 1,000) a record gets a note instead of an interval
+MAX_UNIT_PAIRS = 4 * 10 ** 8
 
 
 def _counts(indices: np.ndarray, n: int) -> np.ndarray:
@@ -35,14 +38,6 @@ def _counts(indices: np.ndarray, n: int) -> np.ndarray:
     resamples = indices.shape[0]
     offsets = (np.arange(resamples, dtype=np.int64) * n)[:, None]
     return np.bincount((indices + offsets).ravel(), minlength=resamples * n).reshape(resamples, n).astype(np.float32)
-
-
-def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson's r of each row pair (NaN for a constant row)."""
-    x = x - x.mean(axis=-1, keepdims=True)
-    y = y - y.mean(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.einsum("...i,...i->...", x, y) / np.sqrt(np.einsum("...i,...i->...", x, x) * np.einsum("...i,...i->...", y, y))
 
 
 def _grouped(counts: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -62,7 +57,7 @@ def _draw_ranks(counts: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _weighted_pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Pearson's r of each resample given per-unit values (B, n) and draw counts (B, n)."""
+    """Pearson's r of each resample given per-unit values ((B or 1), n) and draw counts (B, n); NaN where constant."""
     total = weights.sum(axis=1, keepdims=True)
     x = x - (weights * x).sum(axis=1, keepdims=True) / total
     y = y - (weights * y).sum(axis=1, keepdims=True) / total
@@ -111,6 +106,12 @@ def _tuple_error(units: UnitScores, indices: np.ndarray) -> np.ndarray:
         return wrong / (similar_counts.sum(axis=1, dtype=np.float64) * other_counts.sum(axis=1, dtype=np.float64))
 
 
+def _pearson(units: UnitScores, indices: np.ndarray) -> np.ndarray:
+    x = np.asarray(units.arrays["predicted"], dtype=np.float64)
+    counts = _counts(indices, x.size).astype(np.float64)
+    return _weighted_pearson(x[None, :], np.asarray(units.arrays["gold"], dtype=np.float64)[None, :], counts)
+
+
 def _spearman(units: UnitScores, indices: np.ndarray) -> np.ndarray:
     """Spearman's ρ of every resample: Pearson's r of the draws' average ranks, weighted by draw counts
     (no sort per resample)."""
@@ -124,8 +125,7 @@ _STATISTICS: dict[str, Callable[[UnitScores, np.ndarray], np.ndarray]] = {
     "mean": lambda units, indices: np.asarray(units.arrays["score"], dtype=np.float64)[indices].mean(axis=-1),
     "ratio": lambda units, indices: (np.asarray(units.arrays["numerator"], dtype=np.float64)[indices].sum(axis=-1)
                                      / np.asarray(units.arrays["denominator"], dtype=np.float64)[indices].sum(axis=-1)),
-    "pearson": lambda units, indices: _pearson_rows(np.asarray(units.arrays["predicted"], dtype=np.float64)[indices],
-                                                    np.asarray(units.arrays["gold"], dtype=np.float64)[indices]),
+    "pearson": _pearson,
     "spearman": _spearman,
     "kendall_b": lambda units, indices: _kendall(units, indices, "b"),
     "kendall_c": lambda units, indices: _kendall(units, indices, "c"),
@@ -186,11 +186,24 @@ def no_interval_reason(values: np.ndarray, n: int, resampled: str) -> str | None
     return None
 
 
+def _unit_pairs(units: UnitScores) -> int:
+    """How many pairs of units the statistic compares (0 for the statistics linear in the units)."""
+    if units.statistic.startswith("kendall"):
+        return len(units) ** 2
+    if units.statistic == "tuple_error":
+        similar = int((np.asarray(units.arrays["similar"]) == 1).sum())
+        return similar * (len(units) - similar)
+    return 0
+
+
 def interval(units: UnitScores, resamples: int, seed: int) -> Interval:
     """The 95 % percentile bootstrap interval of the units' statistic (B = ``resamples``, drawn from ``seed``)."""
     n = len(units)
     if n < MIN_UNITS:
         return Interval(None, None, resamples, units.resampled, f"fewer than {MIN_UNITS} {units.resampled} ({n})")
+    if _unit_pairs(units) > MAX_UNIT_PAIRS:
+        return Interval(None, None, resamples, units.resampled, f"{units.statistic} over {n:,} {units.resampled}: "
+                        f"more than {MAX_UNIT_PAIRS:,} unit pairs to resample (B × n² work); no interval")
     values = distribution(lambda indices: statistic(units, indices), n, resamples, seed)
     reason = no_interval_reason(values, n, units.resampled)
     if reason is not None:

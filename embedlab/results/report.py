@@ -70,10 +70,8 @@ def _label(task: str, metric: str) -> str:
 
 
 def _error_bars(chosen: Sequence[Record], keys: Sequence[tuple[str, str, str]]) -> list[list[float]]:
-    """Matplotlib's 2 × n error extents (below, above) of the records at ``keys`` (dataset, subset, method):
-    their 95 % intervals, 0 where a record has none (or is missing)."""
-    by_key = {(r.dataset, r.subset, r.method): r for r in chosen}
-    found = [by_key.get(key) for key in keys]
+    """The 2 × n error extents (below, above) of the records at ``keys``: 95 % intervals, 0 where there is none."""
+    found = list(map({(r.dataset, r.subset, r.method): r for r in chosen}.get, keys))
     return [[r.value - r.ci_low if r is not None and r.has_interval else 0.0 for r in found],
             [r.ci_high - r.value if r is not None and r.has_interval else 0.0 for r in found]]
 
@@ -96,15 +94,18 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
         figure, axis = plt.subplots(figsize=(5.2, 0.32 * len(methods) + 0.9))
         heights = [values[(dataset, subset, m)] for m in methods]
         base = 0.0 if log_scale else low
-        bars = axis.barh(range(len(methods)), [h - base for h in heights], left=base, height=0.6,
-                         color=[colours[m] for m in methods], xerr=_error_bars(chosen, [(dataset, subset, m) for m in methods]),
-                         error_kw={"elinewidth": 0.9, "capsize": 2.5, "ecolor": "#333"})
-        axis.bar_label(bars, labels=[format_value(task, metric, h) for h in heights], padding=3, fontsize=7)
+        errors = _error_bars(chosen, [(dataset, subset, m) for m in methods])
+        axis.barh(range(len(methods)), [h - base for h in heights], left=base, height=0.6, color=[colours[m] for m in methods],
+                  xerr=errors, error_kw={"elinewidth": 0.9, "capsize": 2.5, "ecolor": "#333"})
+        for row, (height, above) in enumerate(zip(heights, errors[1])):  # each label after its error bar
+            axis.annotate(format_value(task, metric, height), (height + above, row), xytext=(3, 0), textcoords="offset points",
+                          va="center", fontsize=7)
         axis.set_yticks(range(len(methods)), methods, fontsize=7)
         axis.invert_yaxis()
         axis.set_xlim(low, high)
         if log_scale:
-            axis.set_xscale("log")
+            axis.set_xscale("log")  # plain tick labels: mathtext is off (runtime.pyplot), the default ones print as code
+            axis.xaxis.set_major_formatter("{x:.3g}"), axis.xaxis.set_minor_formatter("{x:.3g}")
         axis.set_xlabel(_label(task, metric), fontsize=8)
         axis.set_title(f"{task} {dataset} ({subset})", fontsize=9)
         axis.grid(axis="x", alpha=0.3)
@@ -126,6 +127,7 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
     axis.set_ylim(low, high + (high - low) * (0.25 if len(methods) > 2 else 0))
     if log_scale:
         axis.set_yscale("log")
+        axis.yaxis.set_major_formatter("{x:.3g}"), axis.yaxis.set_minor_formatter("{x:.3g}")
     axis.set_ylabel(_label(task, metric), fontsize=8)
     axis.set_title(f"{task}: {metric}", fontsize=9)
     axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars
@@ -203,9 +205,8 @@ def _swatch(method: str, colours: dict[str, str]) -> str:
 
 
 def _html_table(records: Sequence[Record], colours: dict[str, str], ties: dict | None = None) -> str:
-    """Methods as columns (each headed with its colour); in each row every method whose printed value is
-    the best one is bold, so ties are marked alike; ``ties`` (record key → ``tied``) shades the methods
-    statistically tied with the best (:func:`embedlab.results.comparison.tie_marks`)."""
+    """Methods as columns (each headed with its colour); in each row every method whose printed value is the best
+    one is bold (ties alike); ``ties`` (key → ``tied``, :func:`~embedlab.results.comparison.tie_marks`) shades the rest."""
     header, body = pivot_cells(records)
     methods, rows = pivot(records)
     heads = [f"<th>{_swatch(h, colours)}{html.escape(h)}</th>" if 4 <= k < 4 + len(methods) else f"<th>{html.escape(h)}</th>"

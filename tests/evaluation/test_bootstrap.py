@@ -99,3 +99,13 @@ def test_undefined_intervals_give_a_reason_not_nan() -> None:
 def test_bad_resample_counts_are_one_clear_error(bad) -> None:
     with pytest.raises(InputError, match="--bootstrap must be a whole number"):
         check_resamples(bad)
+
+
+def test_quadratic_statistics_beyond_the_budget_give_a_note_not_minutes_of_work(monkeypatch) -> None:
+    from embedlab.evaluation import bootstrap
+
+    monkeypatch.setattr(bootstrap, "MAX_UNIT_PAIRS", 50 ** 2)
+    predicted, gold = _scored(51)
+    found = interval(UnitScores("pairs", "kendall_b", {"predicted": predicted, "gold": gold}), 100, 0)
+    assert found.low is None and "more than 2,500 unit pairs" in found.note
+    assert interval(UnitScores("pairs", "spearman", {"predicted": predicted, "gold": gold}), 100, 0).low is not None

@@ -144,8 +144,6 @@ def test_committed_records_parse_carry_their_fields_and_are_all_asked_for(paper)
 
 
 def test_judgements_cite_our_interval_and_say_where_the_paper_falls(tmp_path):
-    from dataclasses import replace
-
     from embedlab.results.reproduce.render import interval_summary
 
     wide = replace(_record(0.8230), ci_low=0.8100, ci_high=0.8350, ci_resamples=1000, ci_resampled="pairs")
@@ -166,6 +164,18 @@ def test_judgements_cite_our_interval_and_say_where_the_paper_falls(tmp_path):
     path = write_records("neural", [wide, replace(_record(0.5), method="a")], tmp_path)  # intervals are written only where they exist
     assert [("ci_low" in line) for line in path.read_text().splitlines()] == [False, True]
     assert {r.value: r.ci_high for r in read_records("neural", tmp_path)} == {0.5: None, 0.8230: 0.8350}
+
+
+def test_a_recompute_that_adds_an_interval_rewrites_the_line_and_one_without_keeps_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(recomputing, "needed_keys", lambda paper: {_record(0.8203).key})
+    write_records("neural", [_record(0.8203)], tmp_path)
+    same = (tmp_path / "neural.jsonl").read_text()
+    recomputing.store_recomputed("neural", {_record(0.8203).key: replace(_record(0.8203), provenance="recomputed: again")}, tmp_path)
+    assert (tmp_path / "neural.jsonl").read_text() == same  # the same number, no interval: the line stays
+    bounded = replace(_record(0.8203), provenance="recomputed: again", ci_low=0.80, ci_high=0.84, ci_resamples=1000,
+                      ci_resampled="pairs")
+    (stored,) = recomputing.store_recomputed("neural", {bounded.key: bounded}, tmp_path)
+    assert (stored.ci_low, stored.provenance) == (0.80, "recomputed: again")
 
 
 def test_records_round_trip_sorted_and_a_bad_line_is_named(tmp_path):

@@ -62,13 +62,15 @@ def store_recomputed(paper: str, fresh: dict[tuple, StoredRecord], records_folde
     """Merge freshly computed records into ``paper``'s records file and return them all.
 
     A recomputed record whose number did not change keeps its line (and the code version that first produced
-    it); records not recomputed now are kept as they are while a paper value asks for them."""
+    it), unless it now has an interval the line lacks; records not recomputed now are kept as they are while a
+    paper value asks for them."""
     previous = {record.key: record for record in read_records(paper, records_folder)}
     wanted = needed_keys(paper)
     for key, record in list(fresh.items()):
         old = previous.get(key)
         if (old is not None and old.recomputed and old.n == record.n and old.unit == record.unit
-                and math.isclose(old.value, record.value, rel_tol=1e-12, abs_tol=1e-15)):
+                and math.isclose(old.value, record.value, rel_tol=1e-12, abs_tol=1e-15)
+                and (not record.has_interval or old.interval() == record.interval())):
             fresh[key] = old  # the same number: keep the line (and the code version that first produced it)
     kept = [record for key, record in previous.items() if key not in fresh and key in wanted]  # no paper value asks for the others
     write_records(paper, [*kept, *fresh.values()], records_folder)
