@@ -12,7 +12,8 @@ templates, idf and matching work unchanged. ONNX Runtime's int8 export returns t
 graph would have to be re-exported per layer set) and is not installable beside transformers 5 here; see
 docs/precision.md for the measurements. The FFN output projection of each block (``*.output.dense``
 outside attention) stays in float: it reads GELU activations with outliers that per-tensor activation
-scales cannot hold, and quantising it cost 0.012 STS-B Spearman on MiniLM (0.004 without it).
+scales cannot hold, and quantising it cost 0.012 STS-B Spearman on MiniLM (0.004 without it). The last
+block stays in float too: its error reaches the output unattenuated (0.002 Spearman without it).
 
 bf16 is only fast where the CPU computes it natively (AVX-512 BF16 or AMX); elsewhere torch emulates it,
 several times slower than fp32. :func:`native_bf16` reads torch's CPU capability and the CPU flags; an
@@ -22,6 +23,7 @@ explicit ``bf16`` there warns naming the missing flag, and ``auto`` picks bf16 o
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -33,6 +35,7 @@ COMPUTES = ("fp32", "bf16", "fp16", "int8")
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "int8": torch.float32}
 # The FFN output projections of BERT-like encoders, Llama-like decoders, GPT-2 and OPT-like models.
 FFN_OUTPUT_NAMES = ("output.dense", "mlp.down_proj", "mlp.c_proj", "fc2")
+_BLOCK = re.compile(r"(^|\.)(\d+)\.")  # a numbered block in a module name: layer.5., layers.11., h.3.
 # CPU flags (Linux /proc/cpuinfo names) under which torch's oneDNN kernels compute bf16 natively.
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
@@ -85,12 +88,24 @@ def is_float_output_projection(name: str) -> bool:
     return name.endswith(FFN_OUTPUT_NAMES) and "attention" not in name
 
 
+def _last_block(names: list[str]) -> str | None:
+    """The name prefix of the model's last numbered block (``encoder.layer.5.``), None without blocks."""
+    numbered = [match for name in names if (match := _BLOCK.search(name))]
+    if not numbered:
+        return None
+    last = max(numbered, key=lambda match: int(match.group(2)))
+    return last.string[: last.end()]
+
+
 def quantize_linear_int8(model: torch.nn.Module) -> torch.nn.Module:
-    """``model`` with its ``nn.Linear`` layers dynamically quantised to int8 (per-channel weights), on CPU."""
+    """``model`` with its ``nn.Linear`` layers dynamically quantised to int8 (per-channel weights), on CPU,
+    but for the FFN output projections and the last block (see the module docstring)."""
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-    chosen = {name: per_channel_dynamic_qconfig for name, module in model.named_modules()
-              if isinstance(module, torch.nn.Linear) and not is_float_output_projection(name)}
+    linear = [name for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)]
+    last = _last_block(linear)
+    chosen = {name: per_channel_dynamic_qconfig for name in linear
+              if not is_float_output_projection(name) and not (last and name.startswith(last))}
     with warnings.catch_warnings():  # torch points eager quantisation users at torchao, which is not installed here
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", UserWarning)

@@ -45,13 +45,14 @@ def test_fp32_adds_nothing_to_a_fingerprint():
     assert [precision.fingerprint_suffix(compute) for compute in precision.COMPUTES] == ["", "-bf16", "-fp16", "-int8"]
 
 
-def test_int8_quantises_every_linear_layer_but_the_ffn_outputs(tmp_path):
+def test_int8_quantises_every_linear_layer_but_the_ffn_outputs_and_the_last_block(tmp_path):
     folder = build_tiny("BERT", tmp_path / "bert")
     exact, int8 = load_model(str(folder)), load_model(str(folder), compute="int8")
-    block = int8.model.encoder.layer[1]
+    block = int8.model.encoder.layer[0]
     for quantised in (block.attention.self.query, block.attention.output.dense, block.intermediate.dense):
         assert type(quantised).__module__.startswith("torch.ao.nn.quantized.dynamic")
     assert type(block.output.dense) is torch.nn.Linear  # the FFN output stays float
+    assert type(int8.model.encoder.layer[1].attention.self.query) is torch.nn.Linear  # so does the last block
     assert int8.fingerprint == exact.fingerprint + "-int8" and int8.compute == "int8"
 
 
