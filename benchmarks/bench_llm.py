@@ -48,7 +48,7 @@ def plain_mean(model, tokenizer, batch: list[str]) -> np.ndarray:
         inputs = tokenizer(batch, padding=True, return_tensors="pt")
         hidden = model(**inputs).last_hidden_state
         mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        return ((hidden * mask).sum(1) / mask.sum(1)).numpy()
+        return ((hidden * mask).sum(1) / mask.sum(1)).float().numpy()
 
 
 def fresh_cache(machine_models) -> str:
