@@ -8,7 +8,7 @@ from sentence_transformers import SentenceTransformer, quantize_embeddings
 import embedlab
 from embedlab.errors import InputError
 from embedlab.methods.base import unit_rows
-from embedlab.methods.precision import PRECISIONS, comparable
+from embedlab.methods.precision import comparable
 from embedlab.models import load_model, resolve_model_path
 from embedlab.spec import SpecError
 from embedlab.tokens.store import store_for
@@ -17,7 +17,7 @@ TEXTS = ["A man plays a guitar.", "Someone plays an instrument.", "A cat sleeps 
          "The stock market fell sharply today.", "Two dogs run across a field.", "A woman slices an onion."]
 
 
-@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("precision", ["int8", "ubinary"])  # the other two are offsets of these (below)
 def test_encode_equals_sentence_transformers_bit_for_bit(precision):
     """``st:minilm`` through embedlab's encode, and the same model through sentence-transformers' own encode,
     with the same truncation and quantisation: the same bytes. (Normalising is numpy's here and torch's
