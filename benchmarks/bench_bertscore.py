@@ -7,7 +7,10 @@ that load is timed on its own and also taken off (the "package, model run" figur
 both meet the same machine noise; medians, the speed-up (package time / embedlab time; target ≥ 1.0×),
 CPU time of this process and the largest P/R/F1 difference between the two are printed.
 
-    python benchmarks/bench_bertscore.py [--repeats 3] [--idf] [--layer 6] [--pairs 1379]
+``--dtype bf16`` (or fp16, int8) runs embedlab's model in that compute and adds an fp32 embedlab run to each
+repeat, interleaved: the ratio of the two and the largest F1 difference between them are printed too.
+
+    python benchmarks/bench_bertscore.py [--repeats 3] [--idf] [--layer 6] [--pairs 1379] [--dtype fp32]
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import numpy as np
 from _common import fresh_cache, sts_test_pairs
 
 import embedlab
-from embedlab.models import resolve_model_path
+from embedlab.models import load_model, resolve_model_path
+from embedlab.models.precision import COMPUTES
 
 
 def main() -> None:
@@ -34,6 +38,7 @@ def main() -> None:
     parser.add_argument("--layer", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--pairs", type=int, default=None, help="first N pairs only (default all 1,379)")
+    parser.add_argument("--dtype", choices=COMPUTES, default="fp32", help="compute of embedlab's model (and an fp32 run beside it)")
     args = parser.parse_args()
     try:
         from bert_score import score as package_score
@@ -46,14 +51,17 @@ def main() -> None:
     path = str(resolve_model_path("minilm"))
     options = dict(model_type=path, num_layers=args.layer, idf=args.idf, batch_size=args.batch_size, nthreads=0)
     package_score(cands[:8], refs[:8], **options)  # first imports and file reads, before timing
-    ours_times, package_times, load_times, ours_cpu, package_cpu = [], [], [], [], []
+    ours_times, package_times, load_times, ours_cpu, package_cpu, fp32_times = [], [], [], [], [], []
     for _ in range(args.repeats):
         folder = fresh_cache()
         start, cpu = time.perf_counter(), time.process_time()
-        ours = embedlab.bertscore(cands, refs, model="minilm", layer=args.layer, idf=args.idf, batch_size=args.batch_size)
+        ours = embedlab.bertscore(cands, refs, model=load_model("minilm", compute=args.dtype), layer=args.layer, idf=args.idf,
+                                  batch_size=args.batch_size)
         ours_times.append(time.perf_counter() - start)
         ours_cpu.append(time.process_time() - cpu)
         shutil.rmtree(folder, ignore_errors=True)
+        if args.dtype != "fp32":
+            fp32_run(cands, refs, args, ours, fp32_times)
 
         start, cpu = time.perf_counter(), time.process_time()
         theirs = package_score(cands, refs, **options)
@@ -74,6 +82,20 @@ def main() -> None:
     print(f"speed-up: {package_median / ours_median:.2f}x end to end, {(package_median - load_median) / ours_median:.2f}x "
           "without the package's model load (target >= 1.0x)")
     print(f"CPU time: embedlab {statistics.median(ours_cpu):.1f} s, package {statistics.median(package_cpu):.1f} s")
+    if fp32_times:
+        print(f"embedlab {args.dtype} vs embedlab fp32 (interleaved): median {ours_median:.2f} s vs "
+              f"{statistics.median(fp32_times):.2f} s, {statistics.median(fp32_times) / ours_median:.2f}x")
+
+
+def fp32_run(cands: list[str], refs: list[str], args: argparse.Namespace, lower: tuple, times: list[float]) -> None:
+    """embedlab in fp32 on the same pairs from an empty cache, timed; prints its largest P/R/F1 difference to ``lower``."""
+    folder = fresh_cache()
+    start = time.perf_counter()
+    exact = embedlab.bertscore(cands, refs, model="minilm", layer=args.layer, idf=args.idf, batch_size=args.batch_size)
+    times.append(time.perf_counter() - start)
+    shutil.rmtree(folder, ignore_errors=True)
+    difference = max(float(np.abs(a - b).max()) for a, b in zip(lower, exact))
+    print(f"  embedlab fp32 {times[-1]:.2f} s; largest P/R/F1 difference {args.dtype} vs fp32 {difference:.1e}", flush=True)
 
 
 if __name__ == "__main__":

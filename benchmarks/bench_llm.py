@@ -12,13 +12,19 @@ alternating from batch to batch, and the ratio plain time / embedlab time of eac
 sample. The median of the paired ratios is the figure (target ≥ 0.95×); the ratio of the summed times and
 the quartiles of the paired ratios are printed beside it.
 
-    python benchmarks/bench_llm.py [--sentences 512] [--repeats 1] [--batch-size 32] [--threads 1]
+``--dtype bf16`` (or fp16, int8) runs both paths on the model loaded in that compute (the GGUF's converted
+folder read straight into bf16, no second conversion) and adds an fp32 embedlab pass over the same batches,
+interleaved, for the ratio bf16/fp32 and the cosine of the two; the peak resident memory of the process is
+printed (run one compute per process to read it).
+
+    python benchmarks/bench_llm.py [--sentences 512] [--repeats 1] [--batch-size 32] [--threads 1] [--dtype fp32]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import tempfile
@@ -33,6 +39,7 @@ from _common import sts_test_sentences
 import embedlab
 from embedlab import runtime
 from embedlab.models import load_model
+from embedlab.models.precision import COMPUTES
 
 
 def plain_mean(model, tokenizer, batch: list[str]) -> np.ndarray:
@@ -41,7 +48,7 @@ def plain_mean(model, tokenizer, batch: list[str]) -> np.ndarray:
         inputs = tokenizer(batch, padding=True, return_tensors="pt")
         hidden = model(**inputs).last_hidden_state
         mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        return ((hidden * mask).sum(1) / mask.sum(1)).numpy()
+        return ((hidden * mask).sum(1) / mask.sum(1)).float().numpy()
 
 
 def fresh_cache(machine_models) -> str:
@@ -58,22 +65,25 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="passes over the sentences, each from an empty cache")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1, help="torch threads, the same for both code paths")
+    parser.add_argument("--dtype", choices=COMPUTES, default="fp32", help="compute of the model for both code paths")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
     sentences = list(dict.fromkeys(sts_test_sentences()))[: args.sentences]  # distinct: every batch is new to the cache
     batches = [sentences[start : start + args.batch_size] for start in range(0, len(sentences), args.batch_size)]
     machine_models = runtime.cache_root() / "models"
-    loaded = load_model("smollm2")  # converts the GGUF once into the machine's cache
+    loaded = load_model("smollm2", compute=args.dtype)  # converts the GGUF once into the machine's cache
     model, tokenizer = loaded.model, loaded.tokenizer
+    print(f"peak RSS after loading smollm2 in {args.dtype}: {peak_rss_gb():.2f} GB", flush=True)
+    spec = "smollm2:pool=mean" + {"fp32": "", "int8": ",quantize=int8"}.get(args.dtype, f",dtype={args.dtype}")
     plain_mean(model, tokenizer, sentences[:8])  # warm-up of both paths, outside the timed region
-    embedlab.load("smollm2:pool=mean").encode(sentences[-8:], batch_size=args.batch_size)
+    embedlab.load(spec).encode(sentences[-8:], batch_size=args.batch_size)
 
     ratios, plain_total, ours_total, difference = [], 0.0, 0.0, 0.0
     started = open("/proc/loadavg").read().split()[:3]
     for repeat in range(args.repeats):
         folder = fresh_cache(machine_models)
-        method = embedlab.load("smollm2:pool=mean")
+        method = embedlab.load(spec)
         method.encode(["warm-up outside the timed region"], batch_size=args.batch_size)  # the model held by the method
         for number, batch in enumerate(batches):
             timings = {}
@@ -99,6 +109,32 @@ def main() -> None:
     print(f"paired ratios plain/embedlab: median {statistics.median(ratios):.3f}x "
           f"(quartiles {quartiles[0]:.3f}, {quartiles[2]:.3f}; min {min(ratios):.3f}, max {max(ratios):.3f}) (target >= 0.95)")
     print(f"max abs difference of the vectors: {difference:.2e}")
+    print(f"peak RSS of the process ({args.dtype}): {peak_rss_gb():.2f} GB")
+    if args.dtype != "fp32":
+        compare_with_fp32(spec, batches, args.batch_size, machine_models)
+
+
+def peak_rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # Linux reports kilobytes
+
+
+def compare_with_fp32(spec: str, batches: list[list[str]], batch_size: int, machine_models) -> None:
+    """embedlab in ``spec``'s compute and in fp32 over the same batches, interleaved: time ratio and cosines."""
+    folder = fresh_cache(machine_models)
+    methods = {"lower": embedlab.load(spec), "fp32": embedlab.load("smollm2:pool=mean")}
+    for method in methods.values():
+        method.encode(["warm-up outside the timed region"], batch_size=batch_size)
+    totals, cosines = {"lower": 0.0, "fp32": 0.0}, []
+    for number, batch in enumerate(batches):
+        vectors = {}
+        for side in (("lower", "fp32") if number % 2 == 0 else ("fp32", "lower")):
+            start = time.perf_counter()
+            vectors[side] = methods[side].encode(batch, batch_size=batch_size, normalize_embeddings=True)
+            totals[side] += time.perf_counter() - start
+        cosines.extend(np.einsum("ij,ij->i", vectors["lower"], vectors["fp32"]).tolist())
+    shutil.rmtree(folder, ignore_errors=True)
+    print(f"{spec} vs fp32, interleaved batch by batch: {totals['lower']:.2f} s vs {totals['fp32']:.2f} s, "
+          f"ratio {totals['fp32'] / totals['lower']:.3f}x; min cosine to fp32 {min(cosines):.6f}")
 
 
 if __name__ == "__main__":

@@ -97,7 +97,9 @@ class _Encoder:
             shards, positions, ids, texts = batch["shard"], batch["position"], batch["id"], [str(text) for text in batch["text"]]
         else:
             shards, positions, ids, texts = self._read(batch)
-        vectors = self.method.encode(texts, batch_size=self.batch_size, show_progress_bar=False, normalize_embeddings=self.normalize)
+        # float32 here whatever the spec's precision=: the caller quantises once, over all the rows (the ranges of int8)
+        vectors = self.method.encode(texts, batch_size=self.batch_size, show_progress_bar=False, normalize_embeddings=self.normalize,
+                                     precision="float32")
         runtime.release_free_memory()  # a long-lived actor: keep its resident memory flat (see the function)
         return {"shard": shards, "position": positions, "id": ids, "vector": vectors}
 

@@ -89,6 +89,9 @@ def embed_corpus(
     folder.check_not_input(None if corpus.stdin else corpus.path)
     folder.check_location()
     method = load_vector_method(spec)
+    if method.output_options() != ("float32", None):  # shards hold float32 vectors of the method's full width
+        raise InputError(f"{method.spec}: precision= and truncate_dim= are not supported for a folder of shards yet; "
+                         "embed into a .npy or .parquet file, or quantise the vectors read_shards returns")
     expected = {
         "layout": LAYOUT_VERSION, "spec": method.spec, "method_fingerprint": method.fingerprint, "code_version": code_version(),
         "shard_size": shard_size, "normalize": normalize, "input": identity, "dimension": method.dimension,

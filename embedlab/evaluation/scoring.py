@@ -79,8 +79,9 @@ def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32, 
         overrides["precision"] = precision
 
     def compute() -> np.ndarray:
-        vectors = np.asarray(method.encode(texts, batch_size=batch_size, show_progress_bar=runtime.show_progress(), **overrides),
-                             dtype=np.float32)
+        vectors = method.encode(texts, batch_size=batch_size, show_progress_bar=runtime.show_progress(), **overrides)
+        # quantised outputs (precision=binary ...) compared as their precision means them: bits as ±1
+        vectors = np.asarray(method.comparable(vectors) if hasattr(method, "comparable") else vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise InputError(f"{method.spec!r}.encode returned shape {vectors.shape} for {len(texts)} texts")
         if not np.all(np.isfinite(vectors)):

@@ -34,7 +34,8 @@ from embedlab.matching.explain import MatchExplanation, explain_pair
 from embedlab.matching.scoring import MODES, SCORES, TextSide, score_sides
 from embedlab.methods.base import EmbeddingMethod, Family, check_texts, unit_rows
 from embedlab.methods.pooled import LAYERS_OPTION, POOLED_FAMILY, PooledMethod
-from embedlab.models import LoadedModel, load_model
+from embedlab.methods.precision import COMPUTE_OPTIONS
+from embedlab.models import LoadedModel
 from embedlab.pooling.aggregation import FlatTokens, select_tokens
 from embedlab.pooling.weights import reference_token_statistics
 from embedlab.runtime import atomic_write_bytes, cache_dir
@@ -53,6 +54,7 @@ MATCH_OPTIONS = {
                    "(candidate, reference); weights=none / idf-refs equal the bert-score package, unset = idf)"),
     "special": Option("exclude", ("exclude", "include"), "[CLS]/[SEP] take part in matching or not"),
     "normalise-tokens": Option("yes", ("yes", "no"), "yes: cosine of token vectors; no: raw dot product"),
+    **COMPUTE_OPTIONS,
 }
 
 
@@ -78,7 +80,7 @@ def learned_weights_path(model: LoadedModel) -> Path:
     packaged = RESOURCES / f"{model.name}_token_weights.safetensors"
     if packaged.exists():
         return packaged
-    return cache_dir("token_weights") / f"{model.fingerprint}.safetensors"
+    return cache_dir("token_weights") / f"{model.fp32_fingerprint}.safetensors"  # weights hold for every compute
 
 
 def write_weights(out: Path, weights: np.ndarray, fingerprint: str, record: dict) -> None:
@@ -145,14 +147,15 @@ class MatchingMethod(EmbeddingMethod):
             raise SpecError(f"{spec}: mode=bertscore,weights={self.weight_kind} follows the bert-score package, where "
                             "[CLS]/[SEP] always take part in the matching with weight 0; leave special unset")
         # the encoder part is a pooled-family method: its cached token states feed the matching
-        self.encoder = PooledMethod(build_spec(POOLED_FAMILY.schema, spec.model, {"layers": spec.get("layers")}))
+        self.encoder = PooledMethod(build_spec(POOLED_FAMILY.schema, spec.model, {
+            "layers": spec.get("layers"), **{key: spec.get(key) for key in COMPUTE_OPTIONS}}))
         self.include_special = spec.get("special") == "include"
         self.normalise = spec.get("normalise-tokens") == "yes"
         self._vocab_weights: np.ndarray | None = None
 
     @property
     def model(self) -> LoadedModel:
-        return load_model(self.parsed.model)
+        return self.encoder.model
 
     @property
     def fingerprint(self) -> str:

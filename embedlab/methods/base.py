@@ -15,6 +15,7 @@ import torch
 
 from embedlab.data import unicode_problem
 from embedlab.errors import InputError, InputTypeError
+from embedlab.methods.precision import BINARY_PRECISIONS, check_output, comparable, output_options, quantized
 from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, Option
 
 
@@ -126,7 +127,7 @@ class VectorMethod(EmbeddingMethod):
         convert_to_tensor: bool = False,
         prompt: str | None = None,
         prompt_name: str | None = None,
-        precision: str = "float32",
+        precision: str | None = None,
         output_value: str | None = "sentence_embedding",
         truncate_dim: int | None = None,
         normalize: bool = False,
@@ -137,21 +138,20 @@ class VectorMethod(EmbeddingMethod):
         A list gives a float32 array ``(n, d)`` (a tensor with ``convert_to_tensor``, a list of 1-D tensors
         with ``convert_to_numpy=False``); a single string gives one 1-D vector. ``normalize`` is the older
         name of ``normalize_embeddings``. ``prompt`` (a prefix) or ``prompt_name`` (one of :attr:`prompts`)
-        encode with a prompt where the family takes one. Keywords that would change the result and that
-        embedlab does not implement (quantised precisions, token embeddings, truncation) are refused rather
-        than silently ignored."""
+        encode with a prompt where the family takes one. ``truncate_dim`` and ``precision`` (int8, uint8,
+        binary, ubinary) act as in sentence-transformers (keep the first dimensions, normalise, quantise) and
+        override the spec's ``truncate_dim=`` / ``precision=`` options for this call
+        (:mod:`embedlab.methods.precision`). Keywords that would change the result and that embedlab does not
+        implement (token embeddings) are refused rather than silently ignored."""
         unsupported = sorted(set(kwargs) - _IGNORED_ENCODE_KEYWORDS)
         if unsupported:
             raise InputTypeError(f"{self.spec}: encode() got unsupported keyword(s) {', '.join(unsupported)}")
         prompt_text = self.prompt_text(prompt, prompt_name)
-        if precision != "float32":
-            raise InputError(f"{self.spec}: precision={precision!r} is not supported; only 'float32'")
         if output_value != "sentence_embedding":
             raise InputError(f"{self.spec}: output_value={output_value!r} is not supported; only 'sentence_embedding'")
-        if truncate_dim is not None:
-            raise InputError(f"{self.spec}: truncate_dim is not supported (the dimension is {self.dimension})")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InputError(f"{self.spec}: batch_size must be a positive integer, got {str(batch_size)[:40]}")
+        precision, truncate_dim = self.output_options(precision, truncate_dim)
         single = isinstance(sentences, str)
         texts = check_texts([sentences] if single else sentences)
         if texts:
@@ -160,8 +160,10 @@ class VectorMethod(EmbeddingMethod):
             vectors = np.asarray(encoded, dtype=np.float32)
         else:
             vectors = np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = vectors[:, :truncate_dim] if truncate_dim is not None else vectors
         if normalize_embeddings or normalize:
             vectors = unit_rows(vectors)
+        vectors = quantized(vectors, precision, where=self.spec)
         vectors = np.ascontiguousarray(vectors[0] if single else vectors)
         if convert_to_tensor:
             return torch.from_numpy(vectors)
@@ -171,6 +173,29 @@ class VectorMethod(EmbeddingMethod):
 
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         raise NotImplementedError
+
+    def output_options(self, precision: str | None = None, truncate_dim: int | None = None) -> tuple[str, int | None]:
+        """The output precision and width of one encode (arguments override the spec's options), checked
+        against the vectors' width before any work."""
+        if isinstance(self.parsed, MethodSpec):
+            precision, truncate_dim = output_options(self.parsed, precision, truncate_dim)
+        precision = "float32" if precision is None else precision
+        check_output(self.spec, precision, truncate_dim, self.dimension if truncate_dim is not None or precision != "float32" else None)
+        return precision, truncate_dim
+
+    @property
+    def output_precision(self) -> str:
+        """The precision this method's spec gives its vectors (float32 unless ``precision=`` says otherwise)."""
+        return self.output_options()[0]
+
+    def comparable(self, vectors: object) -> object:
+        """Rows of vectors this method encoded, to compare by cosine: packed binary bits as ±1 floats (their
+        cosine orders pairs as Hamming distance does); anything else as given."""
+        if isinstance(vectors, torch.Tensor) and vectors.dtype in (torch.int8, torch.uint8):
+            vectors = vectors.numpy()
+        if isinstance(vectors, np.ndarray) and vectors.dtype in (np.int8, np.uint8) and self.output_precision in BINARY_PRECISIONS:
+            return comparable(vectors, self.output_precision)
+        return vectors
 
     # -- prompts (asymmetric encoding: a query side and a document side) ---------------------------------
     @property
@@ -212,15 +237,15 @@ class VectorMethod(EmbeddingMethod):
         ``model.similarity`` (a float32 tensor; a zero vector has cosine 0 with everything)."""
         if emb_b is None:
             raise InputTypeError("similarity(emb_a, emb_b) compares two sets of embeddings; score text pairs with similarity_pairs(pairs)")
-        left = torch.nn.functional.normalize(_as_rows(emb_a, "emb_a"), p=2, dim=1)
-        right = torch.nn.functional.normalize(_as_rows(emb_b, "emb_b"), p=2, dim=1)
+        left = torch.nn.functional.normalize(_as_rows(self.comparable(emb_a), "emb_a"), p=2, dim=1)
+        right = torch.nn.functional.normalize(_as_rows(self.comparable(emb_b), "emb_b"), p=2, dim=1)
         return left @ right.T
 
     def similarity_pairwise(self, emb_a: object, emb_b: object) -> torch.Tensor:
         """Cosine of each row of ``emb_a`` with the same row of ``emb_b`` (sentence-transformers'
         ``model.similarity_pairwise``): the diagonal of :meth:`similarity`, without the full matrix."""
-        left = torch.nn.functional.normalize(_as_rows(emb_a, "emb_a"), p=2, dim=1)
-        right = torch.nn.functional.normalize(_as_rows(emb_b, "emb_b"), p=2, dim=1)
+        left = torch.nn.functional.normalize(_as_rows(self.comparable(emb_a), "emb_a"), p=2, dim=1)
+        right = torch.nn.functional.normalize(_as_rows(self.comparable(emb_b), "emb_b"), p=2, dim=1)
         if left.shape != right.shape:
             raise InputError(f"similarity_pairwise needs row-aligned embeddings, got {tuple(left.shape)} and {tuple(right.shape)}")
         return (left * right).sum(dim=1)
@@ -231,6 +256,8 @@ class VectorMethod(EmbeddingMethod):
         """Cosine of each pair; all unique texts are encoded in one call (target-fitted statistics see them all)."""
         unique = list(dict.fromkeys(text for pair in pairs for text in pair))
         vectors = self.encode(unique, batch_size=batch_size, show_progress_bar=show_progress_bar, normalize_embeddings=True)
+        if self.output_precision != "float32":  # quantised rows are no longer unit vectors (float32 rows are left as they are)
+            vectors = unit_rows(self.comparable(vectors))
         index = {text: row for row, text in enumerate(unique)}
         left = vectors[[index[a] for a, _ in pairs]]
         right = vectors[[index[b] for _, b in pairs]]

@@ -8,6 +8,7 @@ import numpy as np
 
 from embedlab.errors import InputError
 from embedlab.methods.base import EmbeddingMethod, VectorMethod
+from embedlab.methods.precision import output_options
 from embedlab.spec import ConcatSpec
 
 
@@ -20,6 +21,10 @@ class ConcatMethod(VectorMethod):
         pairwise = [str(part.parsed) for part in self.parts if part.pairwise]
         if pairwise:
             raise InputError(f"cannot concatenate the pairwise method {pairwise[0]!r}: it gives no vectors")
+        quantised = [str(part.parsed) for part in self.parts if output_options(part.parsed) != ("float32", None)]
+        if quantised:  # the parts' unit vectors are joined as floats; a quantised or cut part would not be one
+            raise InputError(f"cannot concatenate {quantised[0]!r}: precision= and truncate_dim= apply to a whole method, "
+                             "not to a part of a concatenation")
 
     @property
     def fingerprint(self) -> str:

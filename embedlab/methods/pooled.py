@@ -29,6 +29,7 @@ from safetensors.numpy import save as safetensors_save
 from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.errors import InputError
 from embedlab.methods.base import Family, VectorMethod, check_texts
+from embedlab.methods.precision import COMPUTE_OPTIONS, OUTPUT_OPTIONS, check_output, compute_of, output_options
 from embedlab.methods.prompts import ROLE_OPTIONS, prompted_pipeline, role_prompts, user_prompts_digest
 from embedlab.models import LoadedModel, ModelTraits, load_model, model_traits
 from embedlab.pooling.aggregation import AGGREGATIONS, FlatTokens
@@ -110,22 +111,25 @@ STATIC_POOL_OPTION = Option("mean", ("mean", "max"), "token aggregation: mean or
 # post-processing
 POST_OPTION = Option("none", help="post-processing chain, '+'-joined: zscore, quantile-u, quantile-n, whiten, abtt-D, normalize; '@ref' fits a step on WikiText-2", validate=validate_chain)
 
-# Each family's options in the order its canonical specs list them (the order is part of every stored spec).
+# Each family's options in the order its canonical specs list them (the order is part of every stored spec;
+# options added later go at the end, so that no earlier canonical spec changes). Families that run a
+# transformer take the compute options (dtype, quantize); every family takes the output options.
 POOLED_OPTIONS = {"layers": LAYERS_OPTION, "pool": POOL_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
-                  "special": SPECIAL_OPTION, "post": POST_OPTION, "template": TEMPLATE_OPTION, "truncate": TRUNCATE_OPTION}
+                  "special": SPECIAL_OPTION, "post": POST_OPTION, "template": TEMPLATE_OPTION, "truncate": TRUNCATE_OPTION,
+                  **COMPUTE_OPTIONS, **OUTPUT_OPTIONS}
 RANDOM_OPTIONS = {"seed": SEED_OPTION, "std": STD_OPTION, "dim": DIM_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
-                  "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION}
+                  "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION, **OUTPUT_OPTIONS}
 AVG_OPTIONS = {"layers": LAYERS_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
-               "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION}
+               "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION, **COMPUTE_OPTIONS, **OUTPUT_OPTIONS}
 MIX_OPTIONS = {"w": W_OPTION, **POOLED_OPTIONS}
 
 DISTIL_OPTIONS = {"weights": WEIGHTS_OPTION, "filter": FILTER_OPTION, "special": SPECIAL_OPTION, "post": POST_OPTION,
-                  "pool": STATIC_POOL_OPTION}
+                  "pool": STATIC_POOL_OPTION, **COMPUTE_OPTIONS, **OUTPUT_OPTIONS}
 # A model2vec model's own last step: unit length when its config.json says "normalize": true.
 NORMALIZE_OPTION = Option("model", ("model", "yes", "no"),
                           "unit-normalise the final vectors: model (as the folder's config.json says), yes, no")
 STATIC_OPTIONS = {"weights": WEIGHTS_OPTION, "filter": FILTER_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION,
-                  "normalize": NORMALIZE_OPTION}
+                  "normalize": NORMALIZE_OPTION, **OUTPUT_OPTIONS}
 STATIC = "static"
 
 
@@ -201,7 +205,7 @@ def build_pipeline(spec: MethodSpec) -> PoolingPipeline:
     if spec.family == STATIC:
         model = load_static_model(spec.model)
     else:
-        model = load_model(spec.model)
+        model = load_model(spec.model, compute=compute_of(spec))
         check_for_model(model, spec)
     post = parse_chain(spec.get("post"))
     if spec.family == STATIC and _final_normalize(model, spec.get("normalize")) and post[-1:] != [("normalize", False)]:
@@ -243,6 +247,10 @@ class PooledMethod(VectorMethod):
         traits = model_traits(spec.model) if spec.family != STATIC else None
         if traits is not None:
             check_for_model(traits, spec)
+        compute_of(spec)  # dtype with quantize is refused here, and bf16 without native support warns here
+        precision, truncate_dim = output_options(spec)
+        known_width = traits.width if traits is not None and spec.family != "random" else None
+        check_output(str(spec), precision, truncate_dim, known_width)  # a static folder's width is checked at encode
         # each side's template read once (a template file may change later; this method keeps what it read)
         self._prompts = role_prompts(spec, spec.schema.options if spec.schema is not None else {})
 

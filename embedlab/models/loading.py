@@ -14,6 +14,7 @@ from embedlab.errors import InputError
 from embedlab.models.fingerprints import gguf_sha256, model_fingerprint, weight_files, weights_fingerprint
 from embedlab.models.gguf import check_gguf, convert_gguf, converted_gguf_folder, gguf_in
 from embedlab.models.named import NAMED_MODELS, STATIC_MODELS, ModelNotFoundError, check_installed, unknown_model_message
+from embedlab.models.precision import COMPUTES, TORCH_DTYPES, fingerprint_suffix, quantize_linear_int8
 from embedlab.runtime import cached
 
 
@@ -98,6 +99,7 @@ class ModelTraits:
     has_mask_token: bool
     num_layers: int | None = None
     max_length: int | None = None
+    width: int | None = None  # the hidden size: the pooled vectors' width
 
 
 def model_traits(name: str) -> ModelTraits | None:
@@ -117,9 +119,10 @@ def _traits_of_folder(path: str) -> ModelTraits:
 
     config = AutoConfig.from_pretrained(path, local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    layers = getattr(config, "num_hidden_layers", None)
+    layers, width = getattr(config, "num_hidden_layers", None), getattr(config, "hidden_size", None)
     return ModelTraits("decoder" if _is_decoder_config(config) else "encoder", tokenizer.mask_token_id is not None,
-                       int(layers) if layers is not None else None, _max_length(Path(path), tokenizer, config))
+                       int(layers) if layers is not None else None, _max_length(Path(path), tokenizer, config),
+                       int(width) if width is not None else None)
 
 
 @dataclass
@@ -133,6 +136,12 @@ class LoadedModel:
     model: torch.nn.Module
     max_length: int  # tokens per input, special tokens included
     weights_fingerprint: str = ""  # see weights_fingerprint(): what shipped heads and token weights match
+    compute: str = "fp32"  # fp32, bf16, fp16 or int8 (models/precision.py); the fingerprint carries any but fp32
+
+    @property
+    def fp32_fingerprint(self) -> str:
+        """The fingerprint of the same model computing in fp32: what learned resources (token weights) match."""
+        return self.fingerprint.removesuffix(fingerprint_suffix(self.compute))
 
     @property
     def num_layers(self) -> int:
@@ -191,9 +200,18 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def load_model(name: str, device: str | None = None, compute: str = "fp32") -> LoadedModel:
+    """Load a model's tokenizer and encoder (eval mode) without network access, computing in ``compute``
+    (:mod:`embedlab.models.precision`: fp32 by default; bf16/fp16 weights are cast as they are read; int8
+    quantises the linear layers, on CPU). Any compute but fp32 is appended to the fingerprint. Loaded once
+    per process for each name, device and compute."""
+    if compute not in COMPUTES:
+        raise InputError(f"model {name!r}: compute {compute!r} is not one of {', '.join(COMPUTES)}")
+    return _load_model(name, device, compute)
+
+
 @cached("loaded models", maxsize=4)
-def load_model(name: str, device: str | None = None) -> LoadedModel:
-    """Load a model's tokenizer and encoder (float32, eval mode) without network access."""
+def _load_model(name: str, device: str | None, compute: str) -> LoadedModel:
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     path = resolve_model_path(name)
@@ -208,15 +226,17 @@ def load_model(name: str, device: str | None = None) -> LoadedModel:
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # the per-tensor loading bar is noise for a local folder
-    model = AutoModel.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    model = AutoModel.from_pretrained(path, local_files_only=True, dtype=TORCH_DTYPES[compute])
     model.eval()
-    model.to(torch.device(device) if device else default_device())
+    # dynamic int8 kernels are CPU kernels: an int8 model stays on the CPU whatever the default device
+    model = quantize_linear_int8(model) if compute == "int8" else model.to(torch.device(device) if device else default_device())
     return LoadedModel(
         name=name,
         path=path,
-        fingerprint=fingerprint or model_fingerprint(path),
+        fingerprint=(fingerprint or model_fingerprint(path)) + fingerprint_suffix(compute),
         tokenizer=tokenizer,
         model=model,
         max_length=_max_length(path, tokenizer, config),
         weights_fingerprint=weights_fingerprint(path),
+        compute=compute,
     )

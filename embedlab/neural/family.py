@@ -32,6 +32,7 @@ import torch
 from embedlab.errors import InputError
 from embedlab import runtime
 from embedlab.methods.base import Family, VectorMethod
+from embedlab.methods.precision import OUTPUT_OPTIONS
 from embedlab.neural.batched import batched_supported
 from embedlab.neural.candidates import SOFTMAX_MODES
 from embedlab.neural.device import DEVICES_HELP, check_device, check_memory, resolve_device
@@ -235,4 +236,5 @@ class NeuralMethod(VectorMethod):
         return self.embedder.embed(texts, show_progress_bar=show_progress_bar)
 
 
-NEURAL_FAMILY = Family("neural", NEURAL_OPTIONS, NeuralMethod, "neural embeddings: weight changes after micro-tuning on each text (neural-embeddings paper)")
+# the output options (precision, truncate_dim) act in VectorMethod.encode, after the embedder
+NEURAL_FAMILY = Family("neural", {**NEURAL_OPTIONS, **OUTPUT_OPTIONS}, NeuralMethod, "neural embeddings: weight changes after micro-tuning on each text (neural-embeddings paper)")

@@ -18,6 +18,7 @@ import pytest
 
 import embedlab
 from embedlab.engines import OutputFolderError, embed_corpus, read_shards
+from embedlab.errors import InputError
 import preloaded  # tests/preloaded.py: child processes forked from a preloaded Python
 
 REPO_ROOT = Path(embedlab.__file__).resolve().parent.parent
@@ -77,6 +78,12 @@ def test_another_spec_or_input_is_refused_unless_overwrite(tmp_path, corpus_file
     result = embed_corpus("random:minilm", corpus_file, tmp_path / "out", shard_size=10, progress=False, overwrite=True)
     assert (result.texts, result.shards_written, result.shards_reused) == (31, 4, 0)
     assert read_shards(tmp_path / "out")[0][-1] == "extra"
+
+
+def test_output_precision_is_refused_for_a_folder_before_anything_is_written(tmp_path, corpus_file):
+    with pytest.raises(InputError, match="precision= and truncate_dim= are not supported for a folder"):
+        embed_corpus("random:minilm,precision=ubinary", corpus_file, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow

@@ -66,11 +66,11 @@ def test_result_types_follow_sentence_transformers():
 @pytest.mark.parametrize(
     ("keywords", "error", "message"),
     [
-        ({"prompt": "query: "}, ValueError, "prompts are not supported"),
-        ({"prompt_name": "query"}, ValueError, "prompts are not supported"),
-        ({"precision": "int8"}, ValueError, "precision='int8' is not supported"),
+        ({"prompt": "query: "}, ValueError, "prompts need a transformer's contextual token states"),  # random vectors: no context
+        ({"prompt_name": "query"}, ValueError, "prompt_name='query' is not one of this method's prompts"),
+        ({"precision": "int4"}, ValueError, "precision='int4' is not one of"),
         ({"output_value": "token_embeddings"}, ValueError, "output_value='token_embeddings'"),
-        ({"truncate_dim": 64}, ValueError, "truncate_dim is not supported"),
+        ({"truncate_dim": 1000}, ValueError, "truncate_dim=1000 is larger than the vectors' width 384"),
         ({"max_length": 8}, TypeError, "unsupported keyword.*max_length"),
     ],
 )
