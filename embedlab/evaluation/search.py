@@ -7,9 +7,10 @@ beyond the vectors is one score block (``QUERY_BLOCK`` × the document block) pl
 
 Ties are broken as trec_eval breaks them (score descending, then document id descending,
 :mod:`embedlab.evaluation.ranking`): each document carries its id's rank in ascending string order
-(``priority``), and a tie at a cut-off keeps the documents with the higher priority. The fast path takes
-``torch.topk`` of a block (parallel over rows, as faiss's heap is); only rows where equal scores straddle the
-cut-off are re-selected exactly.
+(``priority``), and a tie at a cut-off keeps the documents with the higher priority. Once every query holds
+k documents, a block only contributes the scores at or above each query's current k-th best, found by one
+comparison (faiss's heap rejects the rest the same way); until then a block's best k come from
+``torch.topk``, and only rows where equal scores straddle the cut-off are re-selected exactly.
 
 Binary vectors (packed bits, sentence-transformers' ``ubinary``/``binary``) are scored by Hamming distance
 as ``bits − 2·hamming`` (the dot product of their ±1 vectors), optionally rescored with the float query
@@ -25,6 +26,7 @@ import torch
 
 QUERY_BLOCK = 1024  # queries scored at once: with 16,384-document blocks, 64 MB of float32 scores
 DOC_BLOCK = 16384
+FIRST_CHUNK = 2048  # the first documents searched: their top-k sets the threshold the rest are compared with
 _HAMMING_BYTES = 64 << 20  # the packed-bit XOR of a query block against a document block stays within this
 
 BlockScorer = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -67,7 +69,8 @@ class RunningTopK:
     def update(self, rows: slice, start: int, scores: np.ndarray) -> None:
         """Merge ``scores`` (the query rows ``rows`` against documents ``start …``) into the running best."""
         _mask_excluded(scores, self.exclude[rows], start)
-        block_indices, block_scores = self._block_top(scores, start)
+        candidates = self._above_threshold(rows, start, scores)
+        block_indices, block_scores = candidates if candidates is not None else self._block_top(scores, start)
         indices = np.concatenate([self.indices[rows], block_indices], axis=1)
         merged = np.concatenate([self.scores[rows], block_scores], axis=1)
         order = self._order(indices, merged)[:, :self.k]
@@ -75,9 +78,35 @@ class RunningTopK:
         self.scores[rows] = np.take_along_axis(merged, order, axis=1)
 
     def _order(self, indices: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        """Per row: positions by score descending, then id priority descending (an empty slot, -1, last)."""
-        priority = np.where(indices >= 0, self.priority[np.maximum(indices, 0)], -1)
-        return np.lexsort((-priority, -scores.astype(np.float64)), axis=1)
+        """Per row: positions by score descending, then id priority descending (an empty slot, -1, last).
+
+        One integer key per entry (the score's bits made order-preserving, then the priority) sorted once,
+        instead of a two-key lexsort: equal keys cannot occur, since a document appears once per row."""
+        bits = np.ascontiguousarray(scores, dtype=np.float32).view(np.int32)
+        ordered = (bits ^ ((bits >> 31) & 0x7FFFFFFF)).astype(np.int64)  # float order as signed integers
+        key = (ordered << 32) + np.where(indices >= 0, self.priority[np.maximum(indices, 0)], 0)
+        key[indices < 0] = np.iinfo(np.int64).min
+        return np.argsort(key, axis=1)[:, ::-1]
+
+    def _above_threshold(self, rows: slice, start: int, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The block's documents that can still enter each row's best ``k``: those scoring at least the row's
+        current k-th best (ties included, the merge orders them). Once every row holds ``k`` documents these
+        are few (about k·block/seen for a corpus in no particular order), so a comparison and a scan replace a
+        top-k of the whole block; None (use the top-k) while a row is not full or too many qualify."""
+        threshold = self.scores[rows, -1]
+        if np.isneginf(threshold).any():
+            return None
+        flat = np.flatnonzero(scores >= threshold[:, None])
+        if len(flat) > 4 * self.k * len(threshold):  # a corpus in some order (near-duplicates together): top-k is cheaper
+            return None
+        row, column = np.divmod(flat, scores.shape[1])
+        counts = np.bincount(row, minlength=len(threshold))
+        width = max(1, int(counts.max(initial=0)))
+        slot = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)
+        indices = np.full((len(threshold), width), -1, dtype=np.int64)
+        values = np.full((len(threshold), width), -np.inf, dtype=np.float32)
+        indices[row, slot], values[row, slot] = column + start, scores[row, column]
+        return indices, values
 
     def _block_top(self, scores: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
         take = min(self.k, scores.shape[1])
@@ -111,12 +140,25 @@ def top_k(queries: np.ndarray, document_blocks: Iterable[np.ndarray], k: int, pr
     query ``q`` never retrieves (its own document), or -1."""
     running = RunningTopK(len(queries), k, priority, exclude)
     start = 0
-    for block in document_blocks:
+    for chunk in _growing_chunks(document_blocks, max(FIRST_CHUNK, k)):
         for first in range(0, len(queries), QUERY_BLOCK):
             rows = slice(first, min(first + QUERY_BLOCK, len(queries)))
-            running.update(rows, start, scorer(queries[rows], block))
-        start += len(block)
+            running.update(rows, start, scorer(queries[rows], chunk))
+        start += len(chunk)
     return running.result()
+
+
+def _growing_chunks(document_blocks: Iterable[np.ndarray], first: int) -> Iterable[np.ndarray]:
+    """The corpus in chunks as large as everything before them (``first``, ``first``, 2·``first`` … up to
+    ``DOC_BLOCK``): each chunk then holds about k candidates per query above the running threshold, so one
+    small top-k starts the search and every later chunk is a comparison and a small merge."""
+    seen = 0
+    for block in document_blocks:
+        offset = 0
+        while offset < len(block):
+            size = min(len(block) - offset, DOC_BLOCK, max(first, seen))
+            yield block[offset:offset + size]
+            offset, seen = offset + size, seen + size
 
 
 def unpacked_signs(packed: np.ndarray) -> np.ndarray:
