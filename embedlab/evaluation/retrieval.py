@@ -75,6 +75,7 @@ class RetrievalTask(Task):
         if isinstance(rescore, bool) or not isinstance(rescore, int) or rescore < 0:
             raise InputError(f"--rescore must be a whole number ≥ 0 (0: off), got {str(rescore)[:40]}")
         self.rescore = rescore
+        self._loaded: RetrievalSet | None = None
 
     @classmethod
     def metric(cls, name: str) -> Metric:
@@ -112,11 +113,13 @@ class RetrievalTask(Task):
         return self.run_out is None and (self.rerank is None or any(r.subset == self.rerank_subset for r in stored))
 
     def load(self) -> RetrievalSet:
-        if self.path is not None:
-            return beir_folder(self.path, self.split)
-        if self.split != "test":
-            raise InputError(f"retrieval:{self.dataset} has only the split 'test'")
-        return qqp_retrieval()
+        """The set, checked once: ``evaluate`` checks every task's data before the first runs, and the run
+        reuses that pass instead of reading the corpus and judgements a second time."""
+        if self._loaded is None:
+            if self.path is None and self.split != "test":
+                raise InputError(f"retrieval:{self.dataset} has only the split 'test'")
+            self._loaded = beir_folder(self.path, self.split) if self.path is not None else qqp_retrieval()
+        return self._loaded
 
     # -- the run ----------------------------------------------------------------------------------------
     def run(self, method: Method) -> list[Record]:
