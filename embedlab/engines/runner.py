@@ -25,6 +25,7 @@ from embedlab import runtime
 from embedlab.runtime.progress import ProgressBar, progress_bar
 from embedlab.data.corpus import Corpus, CorpusScan
 from embedlab.engines.fitting import fit_parts, fittable_parts, load_vector_method, needs_corpus_fit, restore_parts
+from embedlab.engines.output_precision import fitted_ranges, output_keys, stored_vectors, stored_width
 from embedlab.engines.plan import ShardPlan, read_plan, shard_plans, slice_rows
 from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, LAYOUT_VERSION, OutputFolder, fitted_name, sha256_file
 from embedlab.errors import InputError
@@ -43,6 +44,11 @@ class EmbedResult:
     shards_reused: int
 
 
+def _float_rows(method: VectorMethod, texts: list[str], batch_size: int, normalize: bool) -> np.ndarray:
+    """float32 rows of ``texts`` (cut to the spec's ``truncate_dim``): the runner quantises whole shards."""
+    return method.encode(texts, batch_size=batch_size, show_progress_bar=False, normalize_embeddings=normalize, precision="float32")
+
+
 def _local_shards(method: VectorMethod, corpus: Corpus, plans: list[ShardPlan], batch_size: int, normalize: bool,
                   bar: ProgressBar, total: int) -> Iterator[tuple[ShardPlan, list[int | str], np.ndarray]]:
     rows = slice_rows(total)  # from the whole corpus, not what is left: a resumed run encodes the same slices
@@ -52,7 +58,7 @@ def _local_shards(method: VectorMethod, corpus: Corpus, plans: list[ShardPlan], 
         for start in range(0, len(texts), rows):
             chunk = texts[start:start + rows]
             with runtime.token_states_uncached():  # the shards are the result: no token states kept for a rerun
-                blocks.append(method.encode(chunk, batch_size=batch_size, show_progress_bar=False, normalize_embeddings=normalize))
+                blocks.append(_float_rows(method, chunk, batch_size, normalize))
             runtime.release_free_memory()  # resident memory stays flat however long the corpus (see the function)
             bar.update(len(chunk))
         yield plan, ids, np.vstack(blocks)
@@ -89,12 +95,9 @@ def embed_corpus(
     folder.check_not_input(None if corpus.stdin else corpus.path)
     folder.check_location()
     method = load_vector_method(spec)
-    if method.output_options() != ("float32", None):  # shards hold float32 vectors of the method's full width
-        raise InputError(f"{method.spec}: precision= and truncate_dim= are not supported for a folder of shards yet; "
-                         "embed into a .npy or .parquet file, or quantise the vectors read_shards returns")
     expected = {
         "layout": LAYOUT_VERSION, "spec": method.spec, "method_fingerprint": method.fingerprint, "code_version": code_version(),
-        "shard_size": shard_size, "normalize": normalize, "input": identity, "dimension": method.dimension,
+        "shard_size": shard_size, "normalize": normalize, "input": identity, "dimension": stored_width(method), **output_keys(method),
     }
     scan = corpus.scan(shard_size)
     if scan.count == 0:
@@ -124,6 +127,8 @@ def _embed_locked(method: VectorMethod, corpus: Corpus, folder: OutputFolder, ex
     folder.write_manifest(manifest)  # from here on the folder is this run's, even if killed while fitting
     with runtime.token_states_uncached():  # as for the shards: a fit pass is not worth caching token states for
         states = _fitted_states(method, corpus, folder, manifest, batch_size)
+        ranges = fitted_ranges(method, manifest, corpus, lambda texts: _float_rows(method, texts, batch_size, normalize),
+                               slice_rows(scan.count))
     folder.write_manifest(manifest)
     done = sum(entry["rows"] for entry in finished.values())
     # texts done, texts/s and ETA on stderr; silent when ``progress`` is False, or None and no one watches
@@ -136,19 +141,21 @@ def _embed_locked(method: VectorMethod, corpus: Corpus, folder: OutputFolder, ex
         else:
             shards = _local_shards(method, corpus, todo, batch_size, normalize, bar, scan.count)
         with contextlib.closing(shards):  # a failed write still shuts down a Ray this run started
-            _write_shards(folder, manifest, shards, method)
+            _write_shards(folder, manifest, shards, method, ranges)
     manifest["complete"] = len(manifest["shards"]) == len(plans)
     folder.write_manifest(manifest)
     return EmbedResult(folder.path, scan.count, method.dimension, len(todo), len(finished))
 
 
 def _write_shards(folder: OutputFolder, manifest: dict, shards: Iterator[tuple[ShardPlan, list[int | str], np.ndarray]],
-                  method: VectorMethod) -> None:
-    """Write each encoded shard atomically, then list it in the manifest (only then is it finished)."""
+                  method: VectorMethod, ranges: np.ndarray | None) -> None:
+    """Write each encoded shard atomically in the spec's precision, then list it in the manifest (only
+    then is it finished)."""
+    width = method.output_options()[1] or method.dimension
     for plan, ids, vectors in shards:
-        if vectors.shape != (plan.rows, method.dimension):
-            raise ValueError(f"{method.spec}: shard {plan.index} came back with shape {vectors.shape}, expected {(plan.rows, method.dimension)}")
-        manifest["shards"].append(folder.write_shard(plan.index, ids, vectors))
+        if vectors.shape != (plan.rows, width):
+            raise ValueError(f"{method.spec}: shard {plan.index} came back with shape {vectors.shape}, expected {(plan.rows, width)}")
+        manifest["shards"].append(folder.write_shard(plan.index, ids, stored_vectors(method, vectors, ranges)))
         manifest["shards"].sort(key=lambda entry: entry["index"])
         folder.write_manifest(manifest)
 

@@ -103,17 +103,19 @@ def sha256_file(path: Path) -> str:
 
 
 def shard_bytes(ids: Sequence[int | str], vectors: np.ndarray, texts: Sequence[str] | None = None) -> object:
-    """Parquet bytes (a pyarrow buffer): ``id``, ``vector`` (fixed-size list of float32), optional ``text``.
+    """Parquet bytes (a pyarrow buffer): ``id``, ``vector`` (fixed-size list of float32, or of int8/uint8
+    for quantised vectors), optional ``text``.
 
     The one Parquet layout of embedlab's vectors: a shard, and ``embed --output FILE.parquet``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    vectors = np.asarray(vectors)
+    vectors = np.ascontiguousarray(vectors, dtype=vectors.dtype if vectors.dtype in (np.int8, np.uint8) else np.float32)
     id_type = pa.int64() if ids and isinstance(ids[0], int) else pa.string()
     columns = {
         "id": pa.array(list(ids), type=id_type),
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), vectors.shape[1]),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.from_numpy_dtype(vectors.dtype)), vectors.shape[1]),
     }
     if texts is not None:
         columns["text"] = pa.array(list(texts), type=pa.string())
@@ -123,14 +125,15 @@ def shard_bytes(ids: Sequence[int | str], vectors: np.ndarray, texts: Sequence[s
 
 
 def read_shard(path: Path) -> tuple[list[int | str], np.ndarray]:
-    """``(ids, vectors)`` of one shard; the vectors float32 and C-contiguous."""
+    """``(ids, vectors)`` of one shard; the vectors C-contiguous, float32 (or int8/uint8 as stored)."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
     column = table.column("vector").combine_chunks()
     width = column.type.list_size
     flat = column.flatten().to_numpy(zero_copy_only=False)
-    return table.column("id").to_pylist(), np.ascontiguousarray(flat.reshape(-1, width), dtype=np.float32)
+    dtype = flat.dtype if flat.dtype in (np.int8, np.uint8) else np.float32
+    return table.column("id").to_pylist(), np.ascontiguousarray(flat.reshape(-1, width), dtype=dtype)
 
 
 class OutputFolder:
@@ -311,7 +314,7 @@ def read_shards(folder: str | Path, *, partial: bool = False) -> tuple:
     Anything else is refused with the reason, so row *i* is always text *i*. ``partial=True`` reads a
     folder that is still being written (or was stopped): ``(ids, vectors, mask)`` with one row per input
     text, the unfinished rows zero (id ``None``) and ``mask`` True where a row is finished.
-    The matrix is float32 and C-contiguous (FAISS-ready)."""
+    The matrix is C-contiguous (FAISS-ready), float32, or int8/uint8 where the spec's ``precision=`` says."""
     output = OutputFolder(folder)
     manifest = output.read_manifest()
     if manifest is None:
@@ -326,7 +329,8 @@ def read_shards(folder: str | Path, *, partial: bool = False) -> tuple:
         first = f"; shard {missing[0]} is missing" if missing else ""
         raise InputError(f"{output.path} is not complete: {done} of {texts} texts are finished{first} "
                          "(rerun embed to finish it, or read_shards(..., partial=True) for the finished rows with a mask)")
-    vectors = np.zeros((texts, dimension), np.float32) if partial else None
+    dtype = {"int8": np.int8, "binary": np.int8, "uint8": np.uint8, "ubinary": np.uint8}.get(manifest.get("precision"), np.float32)
+    vectors = np.zeros((texts, dimension), dtype) if partial else None
     mask = np.zeros(texts, dtype=bool)
     ids: list[int | str | None] = [None] * texts if partial else []
     blocks = []
@@ -342,7 +346,7 @@ def read_shards(folder: str | Path, *, partial: bool = False) -> tuple:
             blocks.append(shard_vectors)
     if partial:
         return ids, vectors, mask
-    return ids, np.ascontiguousarray(np.vstack(blocks) if blocks else np.zeros((0, dimension), np.float32), dtype=np.float32)
+    return ids, np.ascontiguousarray(np.vstack(blocks) if blocks else np.zeros((0, dimension), dtype), dtype=dtype)
 
 
 def _manifest_layout(output: OutputFolder, manifest: dict) -> tuple[int, int, int, list]:

@@ -80,10 +80,40 @@ def test_another_spec_or_input_is_refused_unless_overwrite(tmp_path, corpus_file
     assert read_shards(tmp_path / "out")[0][-1] == "extra"
 
 
-def test_output_precision_is_refused_for_a_folder_before_anything_is_written(tmp_path, corpus_file):
-    with pytest.raises(InputError, match="precision= and truncate_dim= are not supported for a folder"):
-        embed_corpus("random:minilm,precision=ubinary", corpus_file, tmp_path / "out", progress=False)
-    assert not (tmp_path / "out").exists()
+def test_int8_shards_equal_sentence_transformers_quantisation_over_the_whole_input(tmp_path, corpus_file, sts_sentences,
+                                                                                    isolated_cache, monkeypatch):
+    from sentence_transformers import quantize_embeddings
+
+    spec = "random:minilm,precision=int8,truncate_dim=64"
+    embed_corpus(spec, corpus_file, tmp_path / "out", shard_size=8, normalize=True, progress=False)
+    ids, vectors = read_shards(tmp_path / "out")
+    # one range for all four shards: the cut float32 vectors, unit length after the cut, over all 30 texts
+    floats = embedlab.load("random:minilm").encode(sts_sentences[:30], truncate_dim=64, normalize_embeddings=True)
+    expected = quantize_embeddings(floats, precision="int8")
+    assert vectors.dtype == np.int8 and ids[0] == "s0"
+    np.testing.assert_array_equal(vectors, expected)
+    assert np.abs(vectors[:8].astype(int) - quantize_embeddings(floats[:8], precision="int8").astype(int)).max() > 0  # not per shard
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert (manifest["precision"], manifest["truncate_dim"], manifest["dimension"]) == ("int8", 64, 64)
+    np.testing.assert_array_equal(np.asarray(manifest["ranges"], np.float32), np.vstack((floats.min(0), floats.max(0))))
+    # a resumed run quantises its shards with the stored ranges and encodes nothing else
+    (tmp_path / "out" / "shard-00003.parquet").unlink()
+    encoded: list[int] = []
+    original = embedlab.methods.base.VectorMethod.encode
+    monkeypatch.setattr("embedlab.methods.base.VectorMethod.encode",
+                        lambda self, texts, **options: encoded.append(len(texts)) or original(self, texts, **options))
+    embed_corpus(spec, corpus_file, tmp_path / "out", shard_size=8, normalize=True, progress=False)
+    assert sum(encoded) == 6  # the last shard only (in slices), no second pass for the ranges
+    np.testing.assert_array_equal(read_shards(tmp_path / "out")[1], expected)
+
+
+def test_binary_shards_pack_the_cut_vectors_bits(tmp_path, corpus_file, sts_sentences, isolated_cache):
+    embed_corpus("random:minilm,precision=ubinary,truncate_dim=128", corpus_file, tmp_path / "out", shard_size=16, progress=False)
+    _, vectors = read_shards(tmp_path / "out")
+    floats = embedlab.load("random:minilm").encode(sts_sentences[:30])[:, :128]
+    assert vectors.dtype == np.uint8 and vectors.shape == (30, 16)
+    np.testing.assert_array_equal(np.unpackbits(vectors, axis=1), (floats > 0).astype(np.uint8))
+    assert "ranges" not in json.loads((tmp_path / "out" / "manifest.json").read_text())
 
 
 @pytest.mark.slow

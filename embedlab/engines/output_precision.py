@@ -1,0 +1,81 @@
+"""A shard folder in its spec's output precision (``precision=``, ``truncate_dim=``).
+
+The engines encode every slice as float32 (truncated to ``truncate_dim`` and, with ``--normalize``, unit
+length after the cut, as sentence-transformers orders them); the runner turns each shard into the spec's
+precision just before writing it. binary/ubinary need nothing more. int8/uint8 need each dimension's range,
+and a range taken from one shard would give the same vector different bytes in different shards, so the
+ranges are fitted once over the whole input (one extra encoding pass, streamed: memory is that of one
+slice) and stored in the manifest, like post-processing state: a resumed run reads them back, and every
+shard is quantised with the same ones (``quantize_embeddings(..., ranges=...)``, byte for byte
+sentence-transformers' own).
+
+A float32 folder of full width keeps the manifest it always had: none of these keys is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from embedlab.data.corpus import Corpus
+from embedlab.errors import InputError
+from embedlab.methods.base import VectorMethod
+from embedlab.methods.precision import BINARY_PRECISIONS, SCALAR_PRECISIONS, quantized
+
+
+
+
+def output_keys(method: VectorMethod) -> dict[str, object]:
+    """The manifest keys that name a folder's output precision and width (none for float32 of full width)."""
+    precision, truncate_dim = method.output_options()
+    if (precision, truncate_dim) == ("float32", None):
+        return {}
+    return {"precision": precision, "truncate_dim": truncate_dim}
+
+
+def stored_width(method: VectorMethod) -> int:
+    """The width of a stored row: the spec's ``truncate_dim`` (or the method's), in bytes for binary."""
+    precision, truncate_dim = method.output_options()
+    width = truncate_dim if truncate_dim is not None else method.dimension
+    return width // 8 if precision in BINARY_PRECISIONS else width
+
+
+def fitted_ranges(method: VectorMethod, manifest: dict, corpus: Corpus,
+                  encode_block: Callable[[list[str]], np.ndarray], block_rows: int) -> np.ndarray | None:
+    """int8/uint8's (2, width) ranges over the whole input: read from ``manifest`` when a run stored them,
+    else each dimension's min and max over every text (``encode_block`` gives float32 rows), stored there."""
+    precision, _ = method.output_options()
+    if precision not in SCALAR_PRECISIONS:
+        return None
+    if "ranges" in manifest:
+        ranges = np.asarray(manifest["ranges"], dtype=np.float32)
+        if ranges.shape != (2, stored_width(method)) or not np.isfinite(ranges).all():
+            raise InputError(f"the manifest's int8 ranges have shape {ranges.shape}, expected (2, {stored_width(method)}); "
+                             "rerun with --overwrite to fit and embed again")
+        return ranges
+    low = high = None
+    block: list[str] = []
+    for record in corpus.records():
+        block.append(record.text)
+        if len(block) == block_rows:
+            low, high = _widened(low, high, encode_block(block))
+            block = []
+    if block:
+        low, high = _widened(low, high, encode_block(block))
+    ranges = np.vstack((low, high)).astype(np.float32)
+    manifest["ranges"] = ranges.tolist()  # float32 → JSON → float32 is exact
+    return ranges
+
+
+def _widened(low: np.ndarray | None, high: np.ndarray | None, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    block_low, block_high = rows.min(axis=0), rows.max(axis=0)
+    if low is None or high is None:
+        return block_low, block_high
+    return np.minimum(low, block_low), np.maximum(high, block_high)
+
+
+def stored_vectors(method: VectorMethod, vectors: np.ndarray, ranges: np.ndarray | None) -> np.ndarray:
+    """A shard's float32 rows in the spec's precision (float32 unchanged)."""
+    precision, _ = method.output_options()
+    return quantized(vectors, precision, ranges, where=method.spec)
