@@ -28,6 +28,7 @@ from embedlab.errors import InputError
 from embedlab.data.sentences import chunk_token_ids
 from embedlab.models import LoadedModel
 from embedlab.runtime.progress import progress_bar
+from embedlab.runtime.streams import ordered_map, stream_count
 from embedlab.tokens.entry import TokenStates
 from embedlab.tokens.templates import Template
 
@@ -127,15 +128,19 @@ def _padded(batch: list[ModelSequence], pad_id: int, device: torch.device) -> tu
     return input_ids.to(device), attention.to(device)
 
 
-def _batch_states(model: LoadedModel, batch: list[ModelSequence], layers: tuple[int, ...]) -> Iterator[np.ndarray]:
-    """Each sequence's (k, length, d) states of ``layers``, in batch order."""
+def _batch_outputs(model: LoadedModel, batch: list[ModelSequence], layers: tuple[int, ...]) -> list[np.ndarray]:
+    """One batch's (b, width, d) float32 states of each of ``layers``."""
     input_ids, attention = _padded(batch, model.tokenizer.pad_token_id or 0, model.device)
     # a decoder would fill a key/value cache for generation on every forward pass; states need none
     no_kv_cache = {"use_cache": False} if model.is_decoder else {}
     hidden = model.model(input_ids=input_ids, attention_mask=attention, output_hidden_states=True, **no_kv_cache).hidden_states
     embed = model.model.get_input_embeddings()
     outputs = [embed(input_ids) if layer == -1 else hidden[layer] for layer in layers]  # each (b, width, d)
-    outputs = [output.float().cpu().numpy() for output in outputs]
+    return [output.float().cpu().numpy() for output in outputs]
+
+
+def _sequence_states(batch: list[ModelSequence], outputs: list[np.ndarray]) -> Iterator[np.ndarray]:
+    """Each sequence's (k, length, d) states of a batch's outputs, in batch order."""
     for row, sequence in enumerate(batch):
         # one copy per sequence, straight into its own (k, length, d) array
         length = len(sequence.input_ids)
@@ -179,8 +184,10 @@ def run_sequences(model: LoadedModel, sequences: Sequence[ModelSequence], batch_
                   show_progress_bar: bool | None, layers: tuple[int, ...]) -> Iterator[tuple[ModelSequence, np.ndarray]]:
     """Each sequence with its (len(layers), length, d) float32 states, batched longest first; what is not
     yielded is dropped as soon as its batch is done (a long text streams through
-    :mod:`embedlab.pooling.long_texts` a group of chunks at a time)."""
-    batches = length_batches([len(sequence.input_ids) for sequence in sequences], batch_size)
-    for positions in progress_bar(batches, desc="token states", disable=not show_progress_bar):
-        batch = [sequences[position] for position in positions]
-        yield from zip(batch, _batch_states(model, batch, layers))
+    :mod:`embedlab.pooling.long_texts` a group of chunks at a time). On a CPU, batches run one per core
+    (:mod:`embedlab.runtime.streams`)."""
+    batches = [[sequences[position] for position in positions]
+               for positions in length_batches([len(sequence.input_ids) for sequence in sequences], batch_size)]
+    outputs = ordered_map(lambda batch: _batch_outputs(model, batch, layers), batches, stream_count(model.device))
+    for batch, batch_outputs in zip(progress_bar(batches, desc="token states", disable=not show_progress_bar), outputs):
+        yield from zip(batch, _sequence_states(batch, batch_outputs))
