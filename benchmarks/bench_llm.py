@@ -15,7 +15,8 @@ the quartiles of the paired ratios are printed beside it.
 ``--dtype bf16`` (or fp16, int8) runs both paths on the model loaded in that compute (the GGUF's converted
 folder read straight into bf16, no second conversion) and adds an fp32 embedlab pass over the same batches,
 interleaved, for the ratio bf16/fp32 and the cosine of the two; the peak resident memory of the process is
-printed (run one compute per process to read it).
+printed (run one compute per process to read it), and, while the model loads, the peaks of its anonymous and
+file-backed parts.
 
     python benchmarks/bench_llm.py [--sentences 512] [--repeats 1] [--batch-size 32] [--threads 1] [--dtype fp32]
 """
@@ -28,6 +29,7 @@ import resource
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -72,9 +74,12 @@ def main() -> None:
     sentences = list(dict.fromkeys(sts_test_sentences()))[: args.sentences]  # distinct: every batch is new to the cache
     batches = [sentences[start : start + args.batch_size] for start in range(0, len(sentences), args.batch_size)]
     machine_models = runtime.cache_root() / "models"
-    loaded = load_model("smollm2", compute=args.dtype)  # converts the GGUF once into the machine's cache
+    with MemorySampler() as load_memory:
+        loaded = load_model("smollm2", compute=args.dtype)  # converts the GGUF once into the machine's cache
     model, tokenizer = loaded.model, loaded.tokenizer
-    print(f"peak RSS after loading smollm2 in {args.dtype}: {peak_rss_gb():.2f} GB", flush=True)
+    print(f"peak RSS after loading smollm2 in {args.dtype}: {peak_rss_gb():.2f} GB; while loading, peak anonymous "
+          f"{load_memory.peak['RssAnon']:.3f} GB and peak file-backed {load_memory.peak['RssFile']:.3f} GB "
+          f"(before: {load_memory.before['RssAnon']:.3f} / {load_memory.before['RssFile']:.3f} GB)", flush=True)
     spec = "smollm2:pool=mean" + {"fp32": "", "int8": ",quantize=int8"}.get(args.dtype, f",dtype={args.dtype}")
     plain_mean(model, tokenizer, sentences[:8])  # warm-up of both paths, outside the timed region
     embedlab.load(spec).encode(sentences[-8:], batch_size=args.batch_size)
@@ -112,6 +117,42 @@ def main() -> None:
     print(f"peak RSS of the process ({args.dtype}): {peak_rss_gb():.2f} GB")
     if args.dtype != "fp32":
         compare_with_fp32(spec, batches, args.batch_size, machine_models)
+
+
+class MemorySampler:
+    """Peak anonymous and file-backed resident memory (``/proc/self/status``) while the block runs, sampled
+    every 2 ms: a model read through memory maps shows its file's pages as file-backed (clean, dropped by the
+    kernel under pressure), its cast or dequantised copies as anonymous memory (which must fit)."""
+
+    def __enter__(self) -> "MemorySampler":
+        self.before = resident()
+        self.peak = dict(self.before)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.002):
+            for key, value in resident().items():
+                self.peak[key] = max(self.peak[key], value)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        for key, value in resident().items():
+            self.peak[key] = max(self.peak[key], value)
+
+
+def resident() -> dict[str, float]:
+    """RssAnon and RssFile of this process, in GB."""
+    values = {}
+    with open("/proc/self/status") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            if key in ("RssAnon", "RssFile"):
+                values[key] = int(value.split()[0]) / 1e6  # kB
+    return values
 
 
 def peak_rss_gb() -> float:
