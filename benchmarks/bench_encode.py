@@ -25,6 +25,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from unittest import mock
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -35,6 +36,7 @@ from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
 import embedlab
+from embedlab.tokens import forward
 from embedlab.data.sts import stsb
 from embedlab.models import resolve_model_path
 from embedlab.models.precision import NATIVE_BF16_FLAGS, cpu_flags, native_bf16
@@ -55,6 +57,16 @@ class Setting:
 def embedlab_setting(spec: str, compute: str) -> Setting:
     return Setting(f"embedlab {spec}", "embedlab", compute,
                    lambda sentences, batch_size: embedlab.load(spec).encode(sentences, batch_size=batch_size, normalize_embeddings=True))
+
+
+def one_stream_setting(spec: str, compute: str) -> Setting:
+    """embedlab as before CPU streams: every batch in turn, each op on all torch threads (the comparison
+    that shows what running one batch per core gains)."""
+    def run(sentences: list[str], batch_size: int) -> np.ndarray:
+        with mock.patch.object(forward, "stream_count", lambda device: 1):
+            return embedlab.load(spec).encode(sentences, batch_size=batch_size, normalize_embeddings=True)
+
+    return Setting(f"embedlab {spec} (one stream)", "embedlab", compute, run)
 
 
 def st_setting(name: str, compute: str, model: SentenceTransformer) -> Setting:
@@ -99,16 +111,18 @@ def profile(spec: str, sentences: list[str], batch_size: int) -> None:
     """Where one fresh-cache embedlab run spends its time, by the functions that do each job."""
     folder = fresh_cache()
     profiler = cProfile.Profile()
-    profiler.enable()
-    embedlab.load(spec).encode(sentences, batch_size=batch_size, normalize_embeddings=True)
-    profiler.disable()
+    # one stream: cProfile sees only the calling thread, and the streams run their forwards on their own
+    with mock.patch.object(forward, "stream_count", lambda device: 1):
+        profiler.enable()
+        embedlab.load(spec).encode(sentences, batch_size=batch_size, normalize_embeddings=True)
+        profiler.disable()
     shutil.rmtree(folder, ignore_errors=True)
     stats = pstats.Stats(profiler)
     # (file, function) of each job; nested calls of one function count once (the outermost, largest cumulative)
     jobs = {"tokenise (fast tokenizer)": ("tokenization_utils", "__call__"), "model forward": ("module.py", "_call_impl"),
-            "forward + states to numpy": ("forward.py", "_batch_states"), "store token states (pack write)": ("packs.py", "write"),
+            "forward + states to numpy": ("forward.py", "_batch_outputs"), "store token states (pack write)": ("packs.py", "write"),
             "pool (stages 2-4)": ("pipeline.py", "pool"), "encode total": ("base.py", "encode")}
-    print(f"profile of one {spec} run from an empty cache (cumulative seconds, cProfile overhead included):")
+    print(f"profile of one {spec} run (one stream) from an empty cache (cumulative seconds, cProfile overhead included):")
     for label, (file, function) in jobs.items():
         seconds = [value[3] for key, value in stats.stats.items() if key[2] == function and file in key[0]]
         print(f"  {label:34s} {max(seconds, default=0.0):7.2f} s")
@@ -130,6 +144,7 @@ def main() -> None:
         st_setting("sentence-transformers bf16", "bf16", SentenceTransformer(path, model_kwargs={"dtype": torch.bfloat16})),
         embedlab_setting("minilm", "fp32"),
         embedlab_setting("minilm:dtype=bf16", "bf16"),
+        one_stream_setting("minilm:dtype=bf16", "bf16"),
         embedlab_setting("minilm:quantize=int8", "int8"),
     ]
     onnx = onnx_int8_setting(path)
