@@ -72,6 +72,33 @@ class EmbeddingMethod:
         ``@ref``, not yet fitted): such a method must see a whole target set in one call, never block by block."""
         return False
 
+    # -- the protocol the engines and the server ask (a method answers for itself) -----------------------
+    @property
+    def fittable(self) -> bool:
+        """Whether the method holds statistics that :meth:`fit_for_corpus` learns and :meth:`fitted_state` returns."""
+        return False
+
+    @property
+    def uses_gpu(self) -> bool:
+        """Whether the method's work runs on a GPU where its process has one (a Ray actor then asks for one)."""
+        return False
+
+    def fit_for_corpus(self, texts: Sequence[str], batch_size: int = 32) -> list[bytes]:
+        """Fit, once for a whole corpus, what the method learns: on ``texts`` where its statistics depend on
+        them (:attr:`fits_on_target`), else on the first text (its state is then the same for any texts).
+        Returns :meth:`fitted_state`."""
+        return self.fitted_state()
+
+    def fitted_state(self) -> list[bytes]:
+        """The fitted statistics as safetensors bytes, one entry per part that holds some ([] for none)."""
+        return []
+
+    def restore(self, states: Sequence[bytes]) -> EmbeddingMethod:
+        """Give the method the statistics :meth:`fitted_state` returned (checked against spec and model)."""
+        if states:
+            raise ValueError(f"{self.spec}: {len(states)} fitted states for a method that fits nothing")
+        return self
+
     def similarity_pairs(
         self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None
     ) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from embedlab.methods.prompts import ROLE_OPTIONS, prompted_pipeline, role_promp
 from embedlab.models import LoadedModel, ModelTraits, load_model, model_traits
 from embedlab.pooling.aggregation import AGGREGATIONS, FlatTokens
 from embedlab.pooling.pipeline import WEIGHTINGS, PoolingPipeline, TokenSelection
-from embedlab.pooling.postprocess import Chain, make_step, parse_chain, read_safetensors, validate_chain
+from embedlab.pooling.postprocess import Chain, parse_chain, read_safetensors, validate_chain
 from embedlab.pooling.sources import (AvgTokens, ContextualTokens, DistilledTokens, ImportedStaticTokens, MixedTokens, PromptSetTokens,
                                      RandomTokens, TokenSource, resolve_layers)
 from embedlab.pooling.static_folders import StaticModelFolder, load_static_model
@@ -276,9 +277,15 @@ class PooledMethod(VectorMethod):
 
     @property
     def fits_on_target(self) -> bool:
-        pipeline = self.pipeline
-        return not self.is_fitted and (pipeline.selection.weighting == "idf-target" or any(
-            not on_reference and make_step(name).needs_fit for name, on_reference in pipeline.post))
+        return not self.is_fitted and self.pipeline.depends_on_texts
+
+    @property
+    def fittable(self) -> bool:
+        return True
+
+    def fit_for_corpus(self, texts: Sequence[str], batch_size: int = 32) -> list[bytes]:
+        depends = self.pipeline.depends_on_texts
+        return self.fit(list(texts) if depends else [texts[0]], batch_size=batch_size, show_progress_bar=False).fitted_state()
 
     @property
     def fingerprint(self) -> str:
@@ -364,13 +371,24 @@ class PooledMethod(VectorMethod):
             tensors["idf"] = self.idf_
         return tensors, metadata
 
-    def save_fitted(self, path: str) -> None:
-        """Save the statistics learned by ``fit`` (idf^T, post-processing) as safetensors (no pickle)."""
+    def fitted_state(self) -> list[bytes]:
+        """The statistics learned by ``fit`` (idf^T, post-processing) as safetensors bytes (no pickle)."""
         if not self.is_fitted:
             raise RuntimeError(f"{self.spec}: nothing to save, call fit(texts) first")
         tensors, metadata = self._fitted_tensors()
         metadata.update(spec=self.spec, fingerprint=self.model.fingerprint)
-        atomic_write_bytes(Path(path), safetensors_save(tensors, metadata=metadata))
+        return [safetensors_save(tensors, metadata=metadata)]
+
+    def save_fitted(self, path: str) -> None:
+        atomic_write_bytes(Path(path), self.fitted_state()[0])
+
+    def restore(self, states: Sequence[bytes]) -> PooledMethod:
+        if len(states) != 1:
+            raise ValueError(f"{self.spec}: {len(states)} fitted states for 1 fittable part")
+        with tempfile.TemporaryDirectory() as folder:  # safetensors reads metadata from a file only
+            path = Path(folder) / "fitted.safetensors"
+            path.write_bytes(states[0])
+            return self.load_fitted(str(path))
 
     def load_fitted(self, path: str) -> PooledMethod:
         """Restore statistics saved by ``save_fitted`` for this same method and model."""

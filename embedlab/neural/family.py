@@ -232,6 +232,11 @@ class NeuralMethod(VectorMethod):
     def dimension(self) -> int:
         return self.embedder.dimension
 
+    @property
+    def uses_gpu(self) -> bool:
+        """The batched micro-tuning path runs on a GPU where there is one, unless ``device=cpu`` pins it."""
+        return self.parsed.get("device") != "cpu"
+
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         return self.embedder.embed(texts, show_progress_bar=show_progress_bar)
 

@@ -43,7 +43,7 @@ from embedlab.runtime import release_free_memory
 from embedlab.runtime.progress import progress_bar
 from embedlab.pooling import long_texts
 from embedlab.pooling.aggregation import FlatTokens, aggregate, select_tokens, token_weights
-from embedlab.pooling.postprocess import Chain, fit_chain
+from embedlab.pooling.postprocess import Chain, fit_chain, make_step
 from embedlab.pooling.sources import StaticTokens, TokenSource, release_layouts, tokenized_already, tokenized_texts
 from embedlab.pooling.weights import idf_from_documents, reference_token_statistics
 
@@ -99,6 +99,12 @@ class PoolingPipeline:
     @property
     def model(self) -> LoadedModel:
         return self.source.model
+
+    @property
+    def depends_on_texts(self) -> bool:
+        """Whether fitting learns statistics of the target texts themselves (idf^T, a step fitted without @ref)."""
+        return self.selection.weighting == "idf-target" or any(
+            not on_reference and make_step(name).needs_fit for name, on_reference in self.post)
 
     def idf(self, texts: Sequence[str]) -> np.ndarray | None:
         """Stage 2's idf with ``texts`` as the target (see :meth:`TokenSelection.idf`)."""
