@@ -15,6 +15,7 @@ import torch
 
 from embedlab.data import unicode_problem
 from embedlab.errors import InputError, InputTypeError
+from embedlab.models import check_model
 from embedlab.methods.precision import BINARY_PRECISIONS, check_output, comparable, output_options, quantized
 from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, Option
 
@@ -27,6 +28,8 @@ class Family:
     options: dict[str, Option]
     build: Callable[[MethodSpec], EmbeddingMethod]
     help: str = ""
+    # refuses, before the method is built, a model it cannot load (a named model not installed, no such folder)
+    check_model: Callable[[str], None] = check_model
     schema: FamilySchema = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -30,7 +30,8 @@ import numpy as np
 
 from embedlab.errors import InputError
 from embedlab.methods.base import EmbeddingMethod
-from embedlab.methods.pooled import STATIC, PooledMethod
+from embedlab.methods.pooled import PooledMethod
+from embedlab.methods.static_folder import StaticFolderMethod
 from embedlab.pooling.postprocess import Chain, fit_chain
 from embedlab.pooling.static_folders import write_static_folder
 
@@ -59,14 +60,14 @@ def _is_affine(step: str) -> bool:
 
 def plan_export(method: EmbeddingMethod) -> ExportPlan:
     """Check that ``method`` folds into a model2vec folder; raise :class:`NotExportableError` naming why not."""
+    if isinstance(method, StaticFolderMethod):
+        raise NotExportableError(f"{method.spec} is already a model2vec folder ({method.parsed.model}); copy it instead")
     family = getattr(getattr(method, "parsed", None), "family", None)
-    if not isinstance(method, PooledMethod) or family not in (*EXPORTABLE_FAMILIES, STATIC):
+    if not isinstance(method, PooledMethod) or family not in EXPORTABLE_FAMILIES:
         why = "its token vectors depend on the context (a transformer runs at encode time)" if family != "bert+avg" else \
             "its contextual part (1-w)·v_model depends on each token's neighbours; only the w·Avg part is static"
         raise NotExportableError(f"{method.spec} cannot be exported as a static model: {why}. "
                                  f"Static specs are avg:MODEL, random:MODEL and distil:MODEL (e.g. avg:minilm,special=exclude)")
-    if family == STATIC:
-        raise NotExportableError(f"{method.spec} is already a model2vec folder ({method.parsed.model}); copy it instead")
     spec = method.parsed
     if spec.get("special") == "include":
         raise NotExportableError(f"{method.spec}: model2vec pools a text's own tokens only, while this spec includes "
