@@ -36,7 +36,7 @@ from embedlab.methods.prompts import ROLE_OPTIONS, prompted_pipeline, role_promp
 from embedlab.models import LoadedModel, ModelTraits, load_model, model_traits
 from embedlab.pooling.aggregation import FlatTokens
 from embedlab.pooling.pipeline import PoolingPipeline, TokenSelection
-from embedlab.pooling.postprocess import Chain, parse_chain, read_safetensors
+from embedlab.pooling.postprocess import Chain, ChainStep, parse_chain, read_safetensors
 from embedlab.pooling.sources import (AvgTokens, ContextualTokens, DistilledTokens, MixedTokens, PromptSetTokens, RandomTokens,
                                      TokenSource, resolve_layers)
 from embedlab.pooling.weights import excluded_vocabulary
@@ -77,7 +77,7 @@ TOKEN_SOURCES: dict[str, Callable[[LoadedModel, MethodSpec], TokenSource]] = {
 
 
 def build_pipeline(spec: MethodSpec, model: LoadedModel, source: TokenSource, include_special: bool,
-                   post: Sequence[tuple[str, bool]]) -> PoolingPipeline:
+                   post: Sequence[ChainStep]) -> PoolingPipeline:
     """The stages ``spec`` names after its family's token source: the options every pooled family shares."""
     return PoolingPipeline(
         source=source,

@@ -11,7 +11,7 @@ from embedlab.models import LoadedModel, ModelTraits
 from embedlab.methods.precision import COMPUTE_OPTIONS, OUTPUT_OPTIONS
 from embedlab.pooling.aggregation import AGGREGATIONS
 from embedlab.pooling.pipeline import WEIGHTINGS
-from embedlab.pooling.postprocess import validate_chain
+from embedlab.pooling.postprocess import STEP_NAMES, validate_chain
 from embedlab.pooling.weights import FILTERS
 from embedlab.spec import MethodSpec, Option, finite_number, whole_number
 from embedlab.tokens.templates import NO_MASK_ALTERNATIVES, TEMPLATE_NAMES, needs_mask_token
@@ -72,11 +72,12 @@ FILTER_OPTION = Option("none", help="drop tokens: none, biases (= frequent+punct
 SPECIAL_OPTION = Option("include", ("include", "exclude"), "include the special tokens the tokenizer adds in means (sentence-transformers "
                         "does): [CLS]/[SEP] of an encoder, BOS/EOS of a decoder (none for GPT-2 or SmolLM2)")
 # aggregation: static sources have no template [MASK] tokens and one chunk per text
-POOL_OPTION = Option("mean", AGGREGATIONS, "token aggregation: mean, cls (encoders), max, mask (the template's marked tokens: "
+POOL_OPTION = Option("mean", tuple(AGGREGATIONS), "token aggregation: mean, cls (encoders), max, mask (the template's marked tokens: "
                      "[MASK] tokens, echo's second copy), mean-no-mask, last (each chunk's last token; decoders)")
 STATIC_POOL_OPTION = Option("mean", ("mean", "max"), "token aggregation: mean or max")
 # post-processing
-POST_OPTION = Option("none", help="post-processing chain, '+'-joined: zscore, quantile-u, quantile-n, whiten, abtt-D, normalize; '@ref' fits a step on WikiText-2", validate=validate_chain)
+POST_OPTION = Option("none", help=f"post-processing chain, '+'-joined: {', '.join(STEP_NAMES)}; '@ref' fits a step on WikiText-2",
+                     validate=validate_chain)
 
 # Each family's options in the order its canonical specs list them (the order is part of every stored spec;
 # options added later go at the end, so that no earlier canonical spec changes). Families that run a

@@ -32,11 +32,10 @@ from embedlab.errors import InputError
 from embedlab.methods.base import EmbeddingMethod
 from embedlab.methods.pooled import PooledMethod
 from embedlab.methods.static_folder import StaticFolderMethod
-from embedlab.pooling.postprocess import Chain, fit_chain
+from embedlab.pooling.postprocess import STEPS, Chain, fit_chain
 from embedlab.pooling.static_folders import write_static_folder
 
 EXPORTABLE_FAMILIES = ("avg", "random", "distil")
-AFFINE_STEPS = ("zscore", "whiten")  # and abtt-D
 
 
 class NotExportableError(InputError):
@@ -52,10 +51,6 @@ class ExportPlan:
     normalize: bool  # model2vec's final unit normalisation
     token_scales: bool  # idf weights and/or filters folded into the rows (needs normalize)
     needs_target_texts: bool  # idf-target or a step fitted on the target texts
-
-
-def _is_affine(step: str) -> bool:
-    return step in AFFINE_STEPS or step.startswith("abtt-")
 
 
 def plan_export(method: EmbeddingMethod) -> ExportPlan:
@@ -75,24 +70,23 @@ def plan_export(method: EmbeddingMethod) -> ExportPlan:
     if spec.get("pool") != "mean":
         raise NotExportableError(f"{method.spec}: model2vec averages token vectors; pool={spec.get('pool')} cannot be folded")
     steps = method.pipeline.post
-    names = [name for name, _ in steps]
-    normalize = bool(names) and names[-1] == "normalize"
-    body = names[:-1] if normalize else names
-    for name in body:
-        if name == "normalize":
+    normalize = bool(steps) and steps[-1].name == "normalize"  # model2vec's own final step
+    body = steps[:-1] if normalize else steps
+    for step in body:
+        if step.name == "normalize":
             raise NotExportableError(f"{method.spec}: a normalize before other post-processing steps is not a linear map "
                                      "of the mean; only a final normalize folds (into model2vec's normalize)")
-        if not _is_affine(name):
-            raise NotExportableError(f"{method.spec}: post-processing step {name} is not affine, so it cannot be folded "
-                                     "into the token table (zscore, whiten, abtt-D and a final normalize can)")
+        if not step.affine:
+            affine = ", ".join(spelling for kind in STEPS if kind.affine for spelling in kind.spellings)
+            raise NotExportableError(f"{method.spec}: post-processing step {step.name} is not affine, so it cannot be folded "
+                                     f"into the token table ({affine} and a final normalize can)")
     token_scales = spec.get("weights") != "none" or spec.get("filter") != "none"
     if token_scales and (body or not normalize):
         raise NotExportableError(
             f"{method.spec}: token weights or filters fold only when the post-processing is exactly 'normalize' "
             "(model2vec divides by the token count, embedlab by the sum of the weights: equal up to a factor per "
             f"text, which only normalisation removes); export {spec.replace(post='normalize')} instead")
-    needs_target = spec.get("weights") == "idf-target" or any(not on_reference for name, on_reference in steps if name != "normalize")
-    return ExportPlan(method, tuple(body), normalize, token_scales, needs_target)
+    return ExportPlan(method, tuple(step.name for step in body), normalize, token_scales, method.pipeline.depends_on_texts)
 
 
 def _affine_map(chain: Chain, width: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

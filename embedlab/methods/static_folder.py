@@ -17,7 +17,7 @@ from embedlab.methods.pooled import PooledMethod, build_pipeline
 from embedlab.methods.pooled_options import STATIC, STATIC_OPTIONS
 from embedlab.models import ModelTraits
 from embedlab.pooling.pipeline import PoolingPipeline
-from embedlab.pooling.postprocess import parse_chain
+from embedlab.pooling.postprocess import ChainStep, parse_chain
 from embedlab.pooling.sources import ImportedStaticTokens
 from embedlab.pooling.static_folders import StaticModelFolder, check_static_model, load_static_model
 
@@ -37,8 +37,9 @@ class StaticFolderMethod(PooledMethod):
         spec = self.parsed
         model = load_static_model(spec.model)
         post = parse_chain(spec.get("post"))
-        if _final_normalize(model, spec.get("normalize")) and post[-1:] != [("normalize", False)]:
-            post.append(("normalize", False))
+        final = ChainStep("normalize")
+        if _final_normalize(model, spec.get("normalize")) and post[-1:] != [final]:
+            post.append(final)
         return build_pipeline(spec, model, ImportedStaticTokens(model), True, post)
 
 

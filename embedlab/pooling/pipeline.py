@@ -43,7 +43,7 @@ from embedlab.runtime import release_free_memory
 from embedlab.runtime.progress import progress_bar
 from embedlab.pooling import long_texts
 from embedlab.pooling.aggregation import FlatTokens, aggregate, select_tokens, token_weights
-from embedlab.pooling.postprocess import Chain, fit_chain, make_step
+from embedlab.pooling.postprocess import Chain, ChainStep, fit_chain
 from embedlab.pooling.sources import StaticTokens, TokenSource, release_layouts, tokenized_already, tokenized_texts
 from embedlab.pooling.weights import idf_from_documents, reference_token_statistics
 
@@ -94,7 +94,7 @@ class PoolingPipeline:
     source: TokenSource
     selection: TokenSelection
     aggregation: str = "mean"
-    post: tuple[tuple[str, bool], ...] = ()  # parse_chain's steps: (name, fitted on the reference corpus)
+    post: tuple[ChainStep, ...] = ()  # parse_chain's steps: name, fitted on the reference corpus
 
     @property
     def model(self) -> LoadedModel:
@@ -104,7 +104,7 @@ class PoolingPipeline:
     def depends_on_texts(self) -> bool:
         """Whether fitting learns statistics of the target texts themselves (idf^T, a step fitted without @ref)."""
         return self.selection.weighting == "idf-target" or any(
-            not on_reference and make_step(name).needs_fit for name, on_reference in self.post)
+            not step.on_reference and step.needs_fit for step in self.post)
 
     def idf(self, texts: Sequence[str]) -> np.ndarray | None:
         """Stage 2's idf with ``texts`` as the target (see :meth:`TokenSelection.idf`)."""
