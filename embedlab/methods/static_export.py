@@ -101,6 +101,16 @@ def _affine_map(chain: Chain, width: int, seed: int = 0) -> tuple[np.ndarray, np
     return basis.T, origin
 
 
+def check_export(plan: ExportPlan, out: str | Path, has_fit_texts: bool) -> None:
+    """The export's guards, before any work: texts to fit on where the spec needs them, a new or empty folder."""
+    if plan.needs_target_texts and not plan.method.is_fitted and not has_fit_texts:
+        raise NotExportableError(f"{plan.method.spec} fits statistics on the target texts (idf-target or a post-processing "
+                                 "step without @ref): give the texts to fit them on (--fit-on FILE)")
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(f"{out} exists and is not an empty folder; choose a new folder")
+
+
 def export_static(method: EmbeddingMethod, out: str | Path, fit_texts: Sequence[str] | None = None) -> dict:
     """Write ``method`` as a model2vec folder at ``out``; returns the config written.
 
@@ -109,12 +119,8 @@ def export_static(method: EmbeddingMethod, out: str | Path, fit_texts: Sequence[
     """
     plan = plan_export(method)
     method = plan.method
-    if plan.needs_target_texts and not method.is_fitted and not fit_texts:
-        raise NotExportableError(f"{method.spec} fits statistics on the target texts (idf-target or a post-processing "
-                                 "step without @ref): give the texts to fit them on (--fit-on FILE)")
+    check_export(plan, out, bool(fit_texts))
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        raise InputError(f"{out} exists and is not empty; choose a new folder")
     if fit_texts and not method.is_fitted:
         method.fit(list(fit_texts))
     pipeline = method.pipeline
