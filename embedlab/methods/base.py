@@ -16,6 +16,7 @@ import torch
 from embedlab.data import unicode_problem
 from embedlab.errors import InputError, InputTypeError
 from embedlab.models import check_model
+from embedlab.pooling.postprocess import unit_length
 from embedlab.methods.precision import BINARY_PRECISIONS, check_output, comparable, output_options, quantized
 from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, Option
 
@@ -49,8 +50,8 @@ def check_texts(texts: Sequence[str]) -> list[str]:
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    """Rows of unit length as float32 (a zero row stays zero)."""
+    return unit_length(vectors).astype(np.float32)
 
 
 class EmbeddingMethod:

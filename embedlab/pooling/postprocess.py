@@ -258,8 +258,14 @@ class Normalize(PostProcessor):
         return {}
 
     def _transform(self, vectors):
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.where(norms > 0, norms, 1.0)
+        return unit_length(vectors)
+
+
+def unit_length(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, a zero row left zero, in the rows' own dtype: the one normalisation formula
+    (the ``normalize`` step, and ``encode(normalize_embeddings=True)`` through :func:`embedlab.methods.base.unit_rows`)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
 
 
 # Every post-processing step, registered once: a spec's post= names are read from these classes' spellings.
