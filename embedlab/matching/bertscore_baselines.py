@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab import __version__
+from embedlab.version import __version__
 from embedlab.errors import InputError
 from embedlab.matching.bertscore_scoring import PACKAGE_BATCH, plain_weights, resolve_layer, score_sides
 from embedlab.matching.scoring import TextSide
