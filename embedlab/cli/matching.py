@@ -85,7 +85,8 @@ def read_lines(path: Path, what: str) -> list[str]:
 def _cmd_bertscore(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from embedlab.matching.bertscore import bertscore, resolve_layer
+    from embedlab.matching.bertscore import bertscore
+    from embedlab.matching.bertscore_scoring import resolve_layer
     from embedlab.models import load_model
 
     cands, refs = read_lines(Path(args.cands), "candidates"), read_lines(Path(args.refs), "references")

@@ -39,12 +39,11 @@ from embedlab.neural.device import DEVICES_HELP, check_device, check_memory, res
 from embedlab.neural.head import MaskedLM, load_masked_lm
 from embedlab.neural.inputs import BLUEPRINTS
 from embedlab.neural.options import HEAD_VECTORS, NeuralOptions, resolve_parameter_names
-from embedlab.neural.tuning import PATHS, embed_texts, embed_texts_variants, embedding_width, masked_lm_on
+from embedlab.neural.tuning import PATHS, embed_texts_variants, embedding_width, masked_lm_on
 from embedlab.neural.variants import VARIANTS, shared_run_variants
 from embedlab.runtime import ArrayStore, cache_key
 from embedlab.spec import Option, finite_number, whole_number
 
-__all__ = ["CACHE_SLICE", "NEURAL_FAMILY", "NEURAL_OPTIONS", "NeuralEmbedder", "NeuralMethod", "embed_texts", "embed_texts_variants", "masked_lm_on"]
 # Texts micro-tuned per call of the batched path before their embeddings are cached; large enough
 # that the batched path's groups (about 4,096 masked positions, 100-200 sentences) stay full.
 CACHE_SLICE = 512
