@@ -161,14 +161,12 @@ class VectorMethod(EmbeddingMethod):
         precision: str | None = None,
         output_value: str | None = "sentence_embedding",
         truncate_dim: int | None = None,
-        normalize: bool = False,
         **kwargs: object,
     ) -> np.ndarray | torch.Tensor | list[torch.Tensor]:
         """Embeddings of ``sentences`` as sentence-transformers returns them.
 
         A list gives a float32 array ``(n, d)`` (a tensor with ``convert_to_tensor``, a list of 1-D tensors
-        with ``convert_to_numpy=False``); a single string gives one 1-D vector. ``normalize`` is the older
-        name of ``normalize_embeddings``. ``prompt`` (a prefix) or ``prompt_name`` (one of :attr:`prompts`)
+        with ``convert_to_numpy=False``); a single string gives one 1-D vector. ``prompt`` (a prefix) or ``prompt_name`` (one of :attr:`prompts`)
         encode with a prompt where the family takes one. ``truncate_dim`` and ``precision`` (int8, uint8,
         binary, ubinary) act as in sentence-transformers (keep the first dimensions, normalise, quantise) and
         override the spec's ``truncate_dim=`` / ``precision=`` options for this call
@@ -192,7 +190,7 @@ class VectorMethod(EmbeddingMethod):
         else:
             vectors = np.zeros((0, self.dimension), dtype=np.float32)
         vectors = vectors[:, :truncate_dim] if truncate_dim is not None else vectors
-        if normalize_embeddings or normalize:
+        if normalize_embeddings:
             vectors = unit_rows(vectors)
         vectors = quantized(vectors, precision, where=self.spec)
         vectors = np.ascontiguousarray(vectors[0] if single else vectors)
