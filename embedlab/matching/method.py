@@ -119,7 +119,7 @@ def load_learned_weights(model: LoadedModel) -> np.ndarray:
             f"`embedlab train-token-weights {model.name}` or use weights=idf / weights=none"
         )
     weights, metadata = read_weights(path, len(model.tokenizer))
-    if metadata.get("model_fingerprint") not in (None, model.fingerprint, model.weights_fingerprint):
+    if metadata.get("model_fingerprint") not in (None, model.fingerprint, model.transformer_fingerprint):
         raise InputError(f"{path} was learned for another model (fingerprint {metadata.get('model_fingerprint')}, not {model.fingerprint})")
     return weights
 
