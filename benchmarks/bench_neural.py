@@ -30,10 +30,11 @@ import torch
 from _common import sts_test_pairs
 
 from embedlab.evaluation.scoring import cosines
-from embedlab.neural.batched import BatchedTop, frozen_features
+from embedlab.neural.frozen import frozen_features
+from embedlab.neural.top import BatchedTop
 from embedlab.neural.candidates import candidate_sets, top_ids
 from embedlab.neural.device import full_float32, resolve_device
-from embedlab.neural.family import embed_texts, masked_lm_on
+from embedlab.neural.tuning import embed_texts, masked_lm_on
 from embedlab.neural.head import load_masked_lm
 from embedlab.neural.inputs import text_inputs
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names

@@ -8,7 +8,14 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> str:
+    """``embedlab.__version__``, read from :mod:`embedlab.version` on first use (PEP 562)."""
+    if name == "__version__":
+        from embedlab.version import __version__
+
+        return __version__
+    raise AttributeError(f"module 'embedlab' has no attribute {name!r}")
 
 
 def load(spec: str):

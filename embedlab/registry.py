@@ -15,14 +15,14 @@ from __future__ import annotations
 from embedlab.matching.method import MATCH_FAMILY
 from embedlab.methods.base import EmbeddingMethod, Family
 from embedlab.methods.concat import ConcatMethod
-from embedlab.methods.pooled import POOLED_FAMILIES, STATIC
+from embedlab.methods.pooled import POOLED_FAMILIES
 from embedlab.methods.st import ST_FAMILY
-from embedlab.models import NAMED_MODELS, STATIC_MODELS, check_model
-from embedlab.pooling.static_folders import check_static_model
+from embedlab.methods.static_folder import STATIC_FAMILY
+from embedlab.models import NAMED_MODELS, STATIC_MODELS
 from embedlab.neural.family import NEURAL_FAMILY
 from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, parse_spec
 
-FAMILIES: dict[str, Family] = {family.name: family for family in (*POOLED_FAMILIES, ST_FAMILY, NEURAL_FAMILY, MATCH_FAMILY)}
+FAMILIES: dict[str, Family] = {family.name: family for family in (*POOLED_FAMILIES, STATIC_FAMILY, ST_FAMILY, NEURAL_FAMILY, MATCH_FAMILY)}
 SCHEMAS: dict[str, FamilySchema] = {name: family.schema for name, family in FAMILIES.items()}
 
 # Named configurations from the pooling paper's Tables 4–5, on the default model.
@@ -48,11 +48,9 @@ def parse(spec: str) -> MethodSpec | ConcatSpec:
 
 def build(spec: MethodSpec) -> EmbeddingMethod:
     """The method of one parsed spec; raises ModelNotFoundError now if its model cannot be loaded."""
-    if spec.family == STATIC:  # a model2vec folder, not a transformer
-        check_static_model(spec.model)
-    else:
-        check_model(spec.model)
-    return FAMILIES[spec.family].build(spec)
+    family = FAMILIES[spec.family]
+    family.check_model(spec.model)
+    return family.build(spec)
 
 
 def load(spec: str) -> EmbeddingMethod:

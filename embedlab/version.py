@@ -1,13 +1,15 @@
-"""The code version stored with every result and every shard folder: ``embedlab.__version__`` plus the
-git commit of the source tree when it is a checkout."""
+"""The package version (``__version__``, which ``embedlab.__version__`` hands on) and the code version stored
+with every result and every shard folder: the package version plus the git commit of the source tree when it
+is a checkout. It imports only the runtime, so that every layer above may read the version."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-import embedlab
 from embedlab import runtime
+
+__version__ = "0.1.0"
 
 # Committed result records (what `embedlab reproduce --recompute` rewrites) are outputs, not code: a
 # run that follows another must not call its own code "dirty" because the first one stored its records.
@@ -17,7 +19,7 @@ RECORDS_PATHSPEC = ":(exclude)embedlab/resources/records"
 @runtime.cached("results.code_version", maxsize=1)
 def code_version() -> str:
     """``embedlab.__version__`` plus the short git commit of the source tree (with ``.dirty`` when modified)."""
-    return source_version(Path(embedlab.__file__).resolve().parent.parent, embedlab.__version__)
+    return source_version(Path(__file__).resolve().parent.parent, __version__)
 
 
 def source_version(source: Path, version: str) -> str:

@@ -19,7 +19,7 @@ import sys
 import threading
 import warnings
 
-from embedlab import __version__
+from embedlab.version import __version__
 from embedlab import runtime
 from embedlab.runtime import settings
 from embedlab.cli import alignsim, arguments, cache, compare, embed, evaluate, matching, methods, neural, reproduce, serve, static

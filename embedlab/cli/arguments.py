@@ -7,7 +7,14 @@ torch (or divide by zero); as argparse types they give the usual one-line usage 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from embedlab.results.formats import FORMATS
+
+T = TypeVar("T")
 
 
 def _integer(text: str) -> int:
@@ -58,7 +65,6 @@ def non_negative_float(text: str) -> float:
 
 # ---- options every command shares: one name, one meaning, one help text -------------------------------
 
-FORMATS = ("table", "markdown", "json", "csv")  # = embedlab.results.tables.FORMATS (cli imports stay light)
 FORMAT_HELP = "how to print the results: table (aligned text), markdown, json (one object per line) or csv"
 
 
@@ -103,3 +109,38 @@ def progress_mode(args: argparse.Namespace) -> str:
     if getattr(args, "quiet", False):
         return "quiet"
     return "always" if getattr(args, "force_progress", False) else "auto"
+
+
+# ---- the training commands' settings: each option stated once, as a field of the command's config ----------
+
+@dataclasses.dataclass(frozen=True)
+class ConfigOption:
+    """One command-line option of a training config: ``--flag`` sets the config's ``field``."""
+
+    flag: str
+    field: str
+    type: Callable[[str], object]
+    help: str
+    show_default: bool = True  # "(default N)" after the help
+
+
+def add_config_options(parser: argparse.ArgumentParser, defaults: object, options: Sequence[ConfigOption]) -> None:
+    """One argument per option, its default the config's own (``defaults``: the config with every default)."""
+    for option in options:
+        default = getattr(defaults, option.field)
+        shown = f" (default {default})" if option.show_default else ""
+        parser.add_argument(option.flag, dest=option.field, type=option.type, default=default, help=option.help + shown)
+
+
+def config_from_arguments(config_type: Callable[..., T], args: argparse.Namespace, options: Sequence[ConfigOption]) -> T:
+    """The config a command's parsed arguments name: its model and every option's field."""
+    return config_type(model=args.model, **{option.field: getattr(args, option.field) for option in options})
+
+
+def reproducing_arguments(config: object, defaults: object, options: Sequence[ConfigOption]) -> list[str]:
+    """The model plus every option that differs from the defaults: the arguments that reproduce ``config``."""
+    parts = [getattr(config, "model")]
+    for option in options:
+        if getattr(config, option.field) != getattr(defaults, option.field):
+            parts += [option.flag, str(getattr(config, option.field))]
+    return parts

@@ -155,7 +155,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     embed.add_argument("--input", required=True,
                        help="texts: .txt (one per line), .jsonl ('text', optional 'id'), .csv/.tsv (header with 'text', optional 'id'), "
                        ".parquet (columns text, optional id), or - for stdin (file outputs only)")
-    embed.add_argument("--input-format", choices=("auto", *FORMATS, "lines"), default="auto",
+    embed.add_argument("--input-format", choices=("auto", *FORMATS), default="auto",
                        help="auto: by suffix (.jsonl/.json, .csv, .tsv, .parquet; anything else is one text per line)")
     add_out(
         embed, "--output",

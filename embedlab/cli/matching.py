@@ -13,8 +13,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_float, positive_int
+from embedlab.cli.arguments import (ConfigOption, add_config_options, add_format, add_out, add_quiet, config_from_arguments,
+                                    non_negative_int, positive_float, positive_int)
 from embedlab.errors import InputError, InputTypeError
+
+# TrainingConfig's fields the command sets (temperature stays SimCSE's)
+TOKEN_WEIGHT_OPTIONS = (
+    ConfigOption("--steps", "steps", positive_int, "training steps"),
+    ConfigOption("--batch-size", "batch_size", positive_int, "sentences per step"),
+    ConfigOption("--learning-rate", "learning_rate", positive_float, "Adam learning rate"),
+    ConfigOption("--seed", "seed", non_negative_int, "seed of the sentence order"),
+    ConfigOption("--max-tokens", "max_tokens", positive_int, "sentences are cut to this many tokens (SimCSE: 32)", show_default=False),
+    ConfigOption("--min-chars", "min_chars", non_negative_int, "WikiText-2 sentences shorter than this are skipped", show_default=False),
+    ConfigOption("--checkpoint-every", "checkpoint_every", positive_int, "steps between resumable checkpoints"),
+)
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
@@ -45,16 +57,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from embedlab.models import load_model
     from embedlab.training.token_weights import TrainingConfig, train_token_weights
 
-    config = TrainingConfig(
-        model=args.model,
-        steps=args.steps,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        seed=args.seed,
-        max_tokens=args.max_tokens,
-        min_chars=args.min_chars,
-        checkpoint_every=args.checkpoint_every,
-    )
+    config = config_from_arguments(TrainingConfig, args, TOKEN_WEIGHT_OPTIONS)
     out = Path(args.out) if args.out else learned_weights_path(load_model(args.model))
     weights = train_token_weights(config, out, resume=args.resume)
     print(f"wrote {weights.shape[0]} token weights to {out} (record: {out.with_suffix('.json')})", file=sys.stderr)
@@ -82,7 +85,8 @@ def read_lines(path: Path, what: str) -> list[str]:
 def _cmd_bertscore(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from embedlab.matching.bertscore import bertscore, resolve_layer
+    from embedlab.matching.bertscore import bertscore
+    from embedlab.matching.bertscore_scoring import resolve_layer
     from embedlab.models import load_model
 
     cands, refs = read_lines(Path(args.cands), "candidates"), read_lines(Path(args.refs), "references")
@@ -122,13 +126,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     train = subparsers.add_parser("train-token-weights", help="learn per-token weights with unsupervised SimCSE (§3 Token Weighting)")
     train.add_argument("model", help="model name or folder, e.g. minilm")
     add_out(train, help="weights file to write, .safetensors (default: where weights=learned looks for this model)")
-    train.add_argument("--steps", type=positive_int, default=defaults.steps, help=f"training steps (default {defaults.steps})")
-    train.add_argument("--batch-size", type=positive_int, default=defaults.batch_size, help=f"sentences per step (default {defaults.batch_size})")
-    train.add_argument("--learning-rate", type=positive_float, default=defaults.learning_rate, help=f"Adam learning rate (default {defaults.learning_rate})")
-    train.add_argument("--seed", type=non_negative_int, default=defaults.seed, help=f"seed of the sentence order (default {defaults.seed})")
-    train.add_argument("--max-tokens", type=positive_int, default=defaults.max_tokens, help="sentences are cut to this many tokens (SimCSE: 32)")
-    train.add_argument("--min-chars", type=non_negative_int, default=defaults.min_chars, help="WikiText-2 sentences shorter than this are skipped")
-    train.add_argument("--checkpoint-every", type=positive_int, default=defaults.checkpoint_every, help=f"steps between resumable checkpoints (default {defaults.checkpoint_every})")
+    add_config_options(train, defaults, TOKEN_WEIGHT_OPTIONS)
     train.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True, help="continue from a checkpoint of the same settings")
     add_quiet(train)
     train.set_defaults(handler=_cmd_train)

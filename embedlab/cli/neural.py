@@ -11,15 +11,24 @@ import shlex
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from embedlab import runtime
-from embedlab.cli.arguments import add_out, add_quiet, non_negative_float, non_negative_int, positive_float, positive_int
-
-if TYPE_CHECKING:  # the training module (and torch) load only when a command runs
-    from embedlab.training.mlm_head_settings import HeadTrainingConfig
+from embedlab.cli.arguments import (ConfigOption, add_config_options, add_out, add_quiet, config_from_arguments, non_negative_float,
+                                    non_negative_int, positive_float, positive_int, reproducing_arguments)
 
 DEFAULTS_NOTE = "defaults reproduce the shipped MiniLM head exactly"
+# HeadTrainingConfig's fields the command sets, in the order of its help (and of the command a head records)
+HEAD_OPTIONS = (
+    ConfigOption("--seed", "seed", non_negative_int, "seed of masking, initialisation and batch order"),
+    ConfigOption("--epochs", "epochs", positive_int, "passes over the training tokens"),
+    ConfigOption("--train-tokens", "train_tokens", positive_int, "WikiText-2 train tokens used", show_default=False),
+    ConfigOption("--valid-tokens", "valid_tokens", positive_int, "WikiText-2 valid tokens evaluated", show_default=False),
+    ConfigOption("--block-tokens", "block_tokens", positive_int, "tokens per input, [CLS]/[SEP] included", show_default=False),
+    ConfigOption("--batch-size", "batch_size", positive_int, "masked positions per step", show_default=False),
+    ConfigOption("--lr", "learning_rate", positive_float, "AdamW learning rate"),
+    ConfigOption("--weight-decay", "weight_decay", non_negative_float, "AdamW weight decay"),
+    ConfigOption("--threads", "threads", positive_int, "torch threads (fixed, so that reruns give identical heads)", show_default=False),
+)
 
 
 def add_cli(subparsers) -> None:
@@ -36,15 +45,7 @@ def add_cli(subparsers) -> None:
     )
     train.add_argument("model", help="model name (e.g. minilm), local folder or cached Hugging Face id")
     add_out(train, type=Path, default=None, help="head file to write (default: ./MODEL_mlm_head.safetensors)")
-    train.add_argument("--seed", type=non_negative_int, default=defaults.seed, help=f"seed of masking, initialisation and batch order (default {defaults.seed})")
-    train.add_argument("--epochs", type=positive_int, default=defaults.epochs, help=f"passes over the training tokens (default {defaults.epochs})")
-    train.add_argument("--train-tokens", type=positive_int, default=defaults.train_tokens, help="WikiText-2 train tokens used")
-    train.add_argument("--valid-tokens", type=positive_int, default=defaults.valid_tokens, help="WikiText-2 valid tokens evaluated")
-    train.add_argument("--block-tokens", type=positive_int, default=defaults.block_tokens, help="tokens per input, [CLS]/[SEP] included")
-    train.add_argument("--batch-size", type=positive_int, default=defaults.batch_size, help="masked positions per step")
-    train.add_argument("--lr", type=positive_float, default=defaults.learning_rate, help=f"AdamW learning rate (default {defaults.learning_rate})")
-    train.add_argument("--weight-decay", type=non_negative_float, default=defaults.weight_decay, help=f"AdamW weight decay (default {defaults.weight_decay})")
-    train.add_argument("--threads", type=positive_int, default=defaults.threads, help="torch threads (fixed, so that reruns give identical heads)")
+    add_config_options(train, defaults, HEAD_OPTIONS)
     train.add_argument("--checkpoint-dir", type=Path, default=None, help="folder for resumable checkpoints (default: in the embedlab cache)")
     add_quiet(train)
     train.set_defaults(handler=_train_handler)
@@ -55,20 +56,10 @@ def _train_handler(args: argparse.Namespace) -> int:
     from embedlab.training.mlm_head import HeadTrainingConfig, default_head_filename, save_head, train_head
     from embedlab.runtime import cache_dir
 
-    config = HeadTrainingConfig(
-        model=args.model,
-        seed=args.seed,
-        block_tokens=args.block_tokens,
-        train_tokens=args.train_tokens,
-        valid_tokens=args.valid_tokens,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.lr,
-        weight_decay=args.weight_decay,
-        threads=args.threads,
-    )
+    config = config_from_arguments(HeadTrainingConfig, args, HEAD_OPTIONS)
     out = args.out or Path(default_head_filename(args.model))
-    command = "embedlab mlm-head train " + " ".join(shlex.quote(part) for part in _reproducing_arguments(config))
+    reproducing = reproducing_arguments(config, HeadTrainingConfig(model=config.model), HEAD_OPTIONS)
+    command = "embedlab mlm-head train " + " ".join(shlex.quote(part) for part in reproducing)
     checkpoint_dir = args.checkpoint_dir or cache_dir("mlm_head", "checkpoints")
     try:
         with warnings.catch_warnings():
@@ -84,18 +75,3 @@ def _train_handler(args: argparse.Namespace) -> int:
     print(f"wrote {out} and {out.with_suffix('.json')}")
     return 0
 
-
-def _reproducing_arguments(config: HeadTrainingConfig) -> list[str]:
-    """The model plus every option that differs from the defaults (the head's metadata records it)."""
-    from embedlab.training.mlm_head import HeadTrainingConfig
-
-    defaults = HeadTrainingConfig(model=config.model)
-    parts = [config.model]
-    for option, field_name in (
-        ("--seed", "seed"), ("--epochs", "epochs"), ("--train-tokens", "train_tokens"), ("--valid-tokens", "valid_tokens"),
-        ("--block-tokens", "block_tokens"), ("--batch-size", "batch_size"), ("--lr", "learning_rate"),
-        ("--weight-decay", "weight_decay"), ("--threads", "threads"),
-    ):
-        if getattr(config, field_name) != getattr(defaults, field_name):
-            parts += [option, str(getattr(config, field_name))]
-    return parts

@@ -11,23 +11,18 @@ import argparse
 from pathlib import Path
 
 from embedlab.cli.arguments import add_quiet
-from embedlab.errors import InputError
 
 
 def _cmd_export_static(args: argparse.Namespace) -> int:
     import embedlab
     from embedlab.data.corpus import Corpus
-    from embedlab.methods.static_export import export_static, plan_export
+    from embedlab.methods.static_export import check_export, export_static, plan_export
 
     method = embedlab.load(args.spec)
     plan = plan_export(method)  # refuses a non-static spec before anything is loaded or computed
     out = Path(args.out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(f"--out {out} exists and is not an empty folder; choose a new folder")
+    check_export(plan, out, args.fit_on is not None)
     texts = Corpus(args.fit_on, "auto").read_all()[1] if args.fit_on else None
-    if plan.needs_target_texts and texts is None:
-        raise InputError(f"{method.spec} fits statistics on the target texts (idf-target or a post-processing step "
-                         "without @ref): give them with --fit-on FILE")
     config = export_static(method, out, texts)
     folded = [*plan.affine_steps, *(["token weights/filters"] if plan.token_scales else [])]
     print(f"wrote {out}: {config['embedlab_spec']} as a model2vec model "

@@ -35,7 +35,6 @@ Position = tuple[int, int]
 START: Position = (0, 0)
 
 FORMATS = ("txt", "jsonl", "csv", "tsv", "parquet")
-_FORMAT_ALIASES = {"lines": "txt"}  # the name embed's --input-format had before the table formats
 _SUFFIX_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 _PARQUET_BATCH_ROWS = 4096
 _IDENTITY_BLOCK_BYTES = 1 << 20  # the input identity hashes the whole file in blocks of this size
@@ -63,7 +62,6 @@ class CorpusScan:
 
 def corpus_format(path: str | Path, requested: str = "auto") -> str:
     """The format of ``path``: ``requested`` unless it is ``auto``, else by suffix (anything else is one text a line)."""
-    requested = _FORMAT_ALIASES.get(requested, requested)
     if requested != "auto":
         if requested not in FORMATS:
             raise InputError(f"unknown input format {requested!r}; choose one of: auto, {', '.join(FORMATS)}")

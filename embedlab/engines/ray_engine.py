@@ -31,14 +31,9 @@ from embedlab import runtime
 from embedlab.runtime import settings
 from embedlab.runtime.progress import progress_bar
 from embedlab.data.corpus import Corpus
-from embedlab.engines.fitting import fit_parts, load_vector_method, needs_corpus_fit, restore_parts
+from embedlab.engines.fitting import load_vector_method
 from embedlab.engines.plan import slice_rows
-from embedlab import registry
 from embedlab.methods.base import VectorMethod
-
-# Method families whose work runs on a GPU where the actor has one (the batched micro-tuning path).
-GPU_FAMILIES = ("neural",)
-
 
 def import_ray():
     try:
@@ -83,7 +78,7 @@ class _Encoder:
         runtime.keep_large_allocations_apart()  # a long-lived actor: see the function
         if path:  # a corpus into shards: its token states are not kept (see runtime.token_states_uncached)
             runtime.set_token_state_storing(False)
-        self.method = restore_parts(load_vector_method(spec), states)
+        self.method = load_vector_method(spec).restore(states)
         self.batch_size = batch_size
         self.normalize = normalize
         self.corpus = Corpus(path, input_format) if path else None
@@ -118,30 +113,23 @@ class _Encoder:
         return np.array(shards, dtype=np.int64), np.array(positions, dtype=np.int64), np.array(ids, dtype=id_type), texts
 
 
-def uses_gpu(spec: str) -> bool:
-    """Whether ``spec`` has a part of a GPU family (:data:`GPU_FAMILIES`) not pinned to the CPU with ``device=cpu``."""
-    parsed = registry.parse(spec)
-    parts = getattr(parsed, "parts", (parsed,))
-    return any(part.family in GPU_FAMILIES and part.get("device") != "cpu" for part in parts)
+def actor_plan(uses_gpu: bool, cluster: Mapping[str, float], workers: int | None) -> tuple[int, dict[str, float]]:
+    """The actor pool for a method (``uses_gpu``: its own answer, :attr:`EmbeddingMethod.uses_gpu`) on a
+    cluster with ``cluster`` resources (``ray.cluster_resources()``): ``(actors, each actor's resource request)``.
 
-
-def actor_plan(spec: str, cluster: Mapping[str, float], workers: int | None) -> tuple[int, dict[str, float]]:
-    """The actor pool for ``spec`` on a cluster with ``cluster`` resources (``ray.cluster_resources()``):
-    ``(actors, each actor's resource request)``.
-
-    A GPU family's actors each ask for one GPU (``num_gpus=1``) when the cluster has any, one actor per
+    A GPU method's actors each ask for one GPU (``num_gpus=1``) when the cluster has any, one actor per
     GPU, so Ray places them one to a GPU across the nodes and a multi-GPU cluster scales the run; with
     ``workers`` set to more actors than GPUs they share them (``num_gpus`` = GPUs / actors). Other
     methods, and any method on a cluster without GPUs: one CPU per actor, one actor per CPU.
     """
     gpus = float(cluster.get("GPU", 0))
-    if gpus > 0 and uses_gpu(spec):
+    if gpus > 0 and uses_gpu:
         size = workers or max(1, int(gpus))
         return size, {"num_cpus": 1, "num_gpus": min(1.0, gpus / size)}
     return workers or max(1, int(cluster.get("CPU", 1))), {"num_cpus": 1}
 
 
-def _encode_dataset(dataset, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, rows: int, workers: int | None,
+def _encode_dataset(dataset, method: VectorMethod, states: Sequence[bytes], batch_size: int, normalize: bool, rows: int, workers: int | None,
                     corpus: Corpus | None = None):
     """``dataset`` (one block per slice) mapped through a pool of :class:`_Encoder` actors (:func:`actor_plan`),
     one slice per call; a dead actor is restarted and its slice retried (Ray Data's default for actor pools)."""
@@ -150,10 +138,10 @@ def _encode_dataset(dataset, spec: str, states: Sequence[bytes], batch_size: int
     context.enable_progress_bars = False  # the driver shows one bar of texts
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     source = (str(corpus.path.resolve()), corpus.format) if corpus is not None else (None, "auto")
-    size, resources = actor_plan(spec, ray.cluster_resources(), workers)
+    size, resources = actor_plan(method.uses_gpu, ray.cluster_resources(), workers)
     return dataset.map_batches(
         _Encoder, batch_size=rows, **resources, compute=ray.data.ActorPoolStrategy(size=size),
-        fn_constructor_args=(spec, list(states), batch_size, normalize, str(runtime.cache_root()), str(runtime.data_root()), *source),
+        fn_constructor_args=(method.spec, list(states), batch_size, normalize, str(runtime.cache_root()), str(runtime.data_root()), *source),
     )
 
 
@@ -181,7 +169,7 @@ def _gather(batches, expected_rows: dict[int, int], bar) -> Iterator[tuple[int, 
         raise RuntimeError(f"Ray finished without returning every text of shard(s) {sorted(counts)}; nothing of them was written")
 
 
-def ray_shards(spec: str, states: Sequence[bytes], corpus: Corpus, plans: Sequence, batch_size: int, normalize: bool,
+def ray_shards(method: VectorMethod, states: Sequence[bytes], corpus: Corpus, plans: Sequence, batch_size: int, normalize: bool,
                bar, address: str | None, workers: int | None, total: int | None = None) -> Iterator[tuple[object, list, np.ndarray]]:
     """The runner's engine hook: ``(plan, ids, vectors)`` of each shard in ``plans``, encoded on Ray."""
     if not plans:
@@ -192,7 +180,7 @@ def ray_shards(spec: str, states: Sequence[bytes], corpus: Corpus, plans: Sequen
         slices = [{"shard": plan.index, "offset": plan.start[0], "line": plan.start[1], "skip": skip, "rows": min(rows, plan.rows - skip)}
                   for plan in plans for skip in range(0, plan.rows, rows)]
         descriptors = ray.data.from_items(slices, override_num_blocks=len(slices))
-        encoded = _encode_dataset(descriptors, spec, states, batch_size, normalize, 1, workers, corpus)
+        encoded = _encode_dataset(descriptors, method, states, batch_size, normalize, 1, workers, corpus)
         batches = encoded.iter_batches(batch_size=None, batch_format="numpy")
         for index, ids, vectors in _gather(batches, {plan.index: plan.rows for plan in plans}, bar):
             yield by_index[index], ids, vectors
@@ -234,14 +222,14 @@ class RayEncodedMethod(VectorMethod):
         return self.method.encode(texts, prompt=prompt, batch_size=batch_size, show_progress_bar=show_progress_bar)
 
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
-        if needs_corpus_fit(self.method):
+        if self.method.fits_on_target:
             return self.method.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
-        states = fit_parts(load_vector_method(self.spec), texts, batch_size)
+        states = load_vector_method(self.spec).fit_for_corpus(texts, batch_size)
         with ray_session(workers=self.workers) as ray:
             rows = slice_rows(len(texts))
             dataset = ray.data.from_items([{"shard": 0, "position": row, "id": row, "text": text} for row, text in enumerate(texts)],
                                           override_num_blocks=math.ceil(len(texts) / rows))
-            encoded = _encode_dataset(dataset, self.spec, states, batch_size, False, rows, self.workers)
+            encoded = _encode_dataset(dataset, self.method, states, batch_size, False, rows, self.workers)
             with progress_bar(total=len(texts), unit="text", desc="encode (ray)", disable=not show_progress_bar) as bar:
                 ((_, _, vectors),) = list(_gather(encoded.iter_batches(batch_size=None, batch_format="numpy"), {0: len(texts)}, bar))
         return vectors

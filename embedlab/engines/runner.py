@@ -24,7 +24,7 @@ import numpy as np
 from embedlab import runtime
 from embedlab.runtime.progress import ProgressBar, progress_bar
 from embedlab.data.corpus import Corpus, CorpusScan
-from embedlab.engines.fitting import fit_parts, fittable_parts, load_vector_method, needs_corpus_fit, restore_parts
+from embedlab.engines.fitting import load_vector_method
 from embedlab.engines.output_precision import fitted_ranges, output_keys, stored_vectors, stored_width
 from embedlab.engines.plan import ShardPlan, read_plan, shard_plans, slice_rows
 from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, LAYOUT_VERSION, OutputFolder, fitted_name, sha256_file
@@ -137,7 +137,7 @@ def _embed_locked(method: VectorMethod, corpus: Corpus, folder: OutputFolder, ex
         if engine == "ray":
             from embedlab.engines.ray_engine import ray_shards
 
-            shards = ray_shards(method.spec, states, corpus, todo, batch_size, normalize, bar, address, workers, scan.count)
+            shards = ray_shards(method, states, corpus, todo, batch_size, normalize, bar, address, workers, scan.count)
         else:
             shards = _local_shards(method, corpus, todo, batch_size, normalize, bar, scan.count)
         with contextlib.closing(shards):  # a failed write still shuts down a Ray this run started
@@ -163,7 +163,7 @@ def _write_shards(folder: OutputFolder, manifest: dict, shards: Iterator[tuple[S
 def _fitted_states(method: VectorMethod, corpus: Corpus, folder: OutputFolder, manifest: dict, batch_size: int) -> list[bytes]:
     """The fitted state of each fittable part: read back from the folder when an earlier run stored it
     (checked against its sha256), else fitted now (on the whole corpus when the spec needs it) and stored."""
-    if not fittable_parts(method):
+    if not method.fittable:
         return []
     if manifest["fitted"]:
         states = []
@@ -172,11 +172,11 @@ def _fitted_states(method: VectorMethod, corpus: Corpus, folder: OutputFolder, m
             if not path.is_file() or sha256_file(path) != entry["sha256"]:
                 raise InputError(f"{path} is missing or damaged; rerun with --overwrite to fit and embed again")
             states.append(path.read_bytes())
-        restore_parts(method, states)
+        method.restore(states)
         return states
     records = corpus.records()
-    texts = [record.text for record in records] if needs_corpus_fit(method) else [next(records).text]
-    states = fit_parts(method, texts, batch_size)
+    texts = [record.text for record in records] if method.fits_on_target else [next(records).text]
+    states = method.fit_for_corpus(texts, batch_size)
     for part, state in enumerate(states):
         folder.write_bytes(fitted_name(part), state)
         manifest["fitted"].append({"file": fitted_name(part), "sha256": hashlib.sha256(state).hexdigest()})

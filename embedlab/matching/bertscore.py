@@ -27,8 +27,8 @@ the same pairs (``package_padding=True``); ``package_padding=False`` gives the p
 same for a pair wherever it sits. Different by design: a text longer than the model input is split into
 sentence-packed chunks (the token-state stage) instead of cut at 512 tokens.
 
-The scoring rules live in :mod:`.bertscore_scoring`, the baselines in :mod:`.bertscore_baselines`; their
-names are re-exported here.
+The scoring rules live in :mod:`.bertscore_scoring`, the baselines in :mod:`.bertscore_baselines`; import
+their names from there.
 """
 
 from __future__ import annotations
@@ -39,22 +39,11 @@ from pathlib import Path
 import numpy as np
 
 from embedlab.errors import InputError
-from embedlab.matching.bertscore_baselines import (BASELINE_MIN_CHARS, BASELINE_PAIRS, BASELINE_SEED, BASELINE_SLICE,
-                                                   Baseline, baseline_name, baseline_pairs, baseline_sentences,
-                                                   build_baselines, check_baseline_source, load_or_build_baseline,
-                                                   packaged_baseline_path, read_package_baseline, write_baseline_record)
-from embedlab.matching.bertscore_scoring import (PACKAGE_BATCH, PACKAGE_DEFAULT_LAYERS, check_pairs, check_weighted,
-                                                 default_layer, input_token_ids, padding_floors, plain_weights,
-                                                 precision_recall_f1, reference_idf, resolve_layer, score_sides,
-                                                 special_token_ids, text_sides)
+from embedlab.matching.bertscore_baselines import check_baseline_source, load_or_build_baseline
+from embedlab.matching.bertscore_scoring import (check_pairs, check_weighted, input_token_ids, plain_weights, reference_idf,
+                                                 resolve_layer, score_sides, text_sides)
 from embedlab.models import LoadedModel, load_model
 
-__all__ = ["bertscore", "BASELINE_MIN_CHARS", "BASELINE_PAIRS", "BASELINE_SEED", "BASELINE_SLICE", "Baseline",
-           "baseline_name", "baseline_pairs", "baseline_sentences", "build_baselines", "check_baseline_source",
-           "load_or_build_baseline", "packaged_baseline_path", "read_package_baseline", "write_baseline_record",
-           "PACKAGE_BATCH", "PACKAGE_DEFAULT_LAYERS", "check_pairs", "check_weighted", "default_layer", "input_token_ids",
-           "padding_floors", "plain_weights", "precision_recall_f1", "reference_idf", "resolve_layer", "score_sides",
-           "special_token_ids", "text_sides"]
 
 
 def _score(model: LoadedModel, layer: int, cands: list[str], refs: list[str], idf: np.ndarray | None,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab import __version__
+from embedlab.version import __version__
 from embedlab.errors import InputError
 from embedlab.matching.bertscore_scoring import PACKAGE_BATCH, plain_weights, resolve_layer, score_sides
 from embedlab.matching.scoring import TextSide
@@ -64,7 +64,7 @@ def _stored_baseline(path: Path, model: LoadedModel, layer: int) -> Baseline | N
         record = json.loads(path.read_text(encoding="utf-8"))
         entry = record["layers"][str(layer)] if "layers" in record else record
         # the content fingerprint, or the weights-only one that records made before it was widened carry
-        if record.get("model_fingerprint") not in (model.fingerprint, model.weights_fingerprint):
+        if record.get("model_fingerprint") not in (model.fingerprint, model.transformer_fingerprint):
             return None
         values = np.array([entry["P"], entry["R"], entry["F"]], dtype=np.float64)
     except (KeyError, TypeError, ValueError):

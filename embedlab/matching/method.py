@@ -33,7 +33,8 @@ from embedlab.matching.bertscore_scoring import score_sides as score_bertscore_s
 from embedlab.matching.explain import MatchExplanation, explain_pair
 from embedlab.matching.scoring import MODES, SCORES, TextSide, score_sides
 from embedlab.methods.base import EmbeddingMethod, Family, check_texts, unit_rows
-from embedlab.methods.pooled import LAYERS_OPTION, POOLED_FAMILY, PooledMethod
+from embedlab.methods.pooled import POOLED_FAMILY, PooledMethod
+from embedlab.methods.pooled_options import LAYERS_OPTION
 from embedlab.methods.precision import COMPUTE_OPTIONS
 from embedlab.models import LoadedModel
 from embedlab.pooling.aggregation import FlatTokens, select_tokens
@@ -118,7 +119,7 @@ def load_learned_weights(model: LoadedModel) -> np.ndarray:
             f"`embedlab train-token-weights {model.name}` or use weights=idf / weights=none"
         )
     weights, metadata = read_weights(path, len(model.tokenizer))
-    if metadata.get("model_fingerprint") not in (None, model.fingerprint, model.weights_fingerprint):
+    if metadata.get("model_fingerprint") not in (None, model.fingerprint, model.transformer_fingerprint):
         raise InputError(f"{path} was learned for another model (fingerprint {metadata.get('model_fingerprint')}, not {model.fingerprint})")
     return weights
 

@@ -15,6 +15,8 @@ import torch
 
 from embedlab.data import unicode_problem
 from embedlab.errors import InputError, InputTypeError
+from embedlab.models import check_model
+from embedlab.pooling.postprocess import unit_length
 from embedlab.methods.precision import BINARY_PRECISIONS, check_output, comparable, output_options, quantized
 from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, Option
 
@@ -27,6 +29,8 @@ class Family:
     options: dict[str, Option]
     build: Callable[[MethodSpec], EmbeddingMethod]
     help: str = ""
+    # refuses, before the method is built, a model it cannot load (a named model not installed, no such folder)
+    check_model: Callable[[str], None] = check_model
     schema: FamilySchema = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -46,8 +50,8 @@ def check_texts(texts: Sequence[str]) -> list[str]:
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    """Rows of unit length as float32 (a zero row stays zero)."""
+    return unit_length(vectors).astype(np.float32)
 
 
 class EmbeddingMethod:
@@ -71,6 +75,33 @@ class EmbeddingMethod:
         """Whether ``encode(texts)`` fits statistics on ``texts`` themselves (idf^T, a post-processing step without
         ``@ref``, not yet fitted): such a method must see a whole target set in one call, never block by block."""
         return False
+
+    # -- the protocol the engines and the server ask (a method answers for itself) -----------------------
+    @property
+    def fittable(self) -> bool:
+        """Whether the method holds statistics that :meth:`fit_for_corpus` learns and :meth:`fitted_state` returns."""
+        return False
+
+    @property
+    def uses_gpu(self) -> bool:
+        """Whether the method's work runs on a GPU where its process has one (a Ray actor then asks for one)."""
+        return False
+
+    def fit_for_corpus(self, texts: Sequence[str], batch_size: int = 32) -> list[bytes]:
+        """Fit, once for a whole corpus, what the method learns: on ``texts`` where its statistics depend on
+        them (:attr:`fits_on_target`), else on the first text (its state is then the same for any texts).
+        Returns :meth:`fitted_state`."""
+        return self.fitted_state()
+
+    def fitted_state(self) -> list[bytes]:
+        """The fitted statistics as safetensors bytes, one entry per part that holds some ([] for none)."""
+        return []
+
+    def restore(self, states: Sequence[bytes]) -> EmbeddingMethod:
+        """Give the method the statistics :meth:`fitted_state` returned (checked against spec and model)."""
+        if states:
+            raise ValueError(f"{self.spec}: {len(states)} fitted states for a method that fits nothing")
+        return self
 
     def similarity_pairs(
         self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None
@@ -130,14 +161,12 @@ class VectorMethod(EmbeddingMethod):
         precision: str | None = None,
         output_value: str | None = "sentence_embedding",
         truncate_dim: int | None = None,
-        normalize: bool = False,
         **kwargs: object,
     ) -> np.ndarray | torch.Tensor | list[torch.Tensor]:
         """Embeddings of ``sentences`` as sentence-transformers returns them.
 
         A list gives a float32 array ``(n, d)`` (a tensor with ``convert_to_tensor``, a list of 1-D tensors
-        with ``convert_to_numpy=False``); a single string gives one 1-D vector. ``normalize`` is the older
-        name of ``normalize_embeddings``. ``prompt`` (a prefix) or ``prompt_name`` (one of :attr:`prompts`)
+        with ``convert_to_numpy=False``); a single string gives one 1-D vector. ``prompt`` (a prefix) or ``prompt_name`` (one of :attr:`prompts`)
         encode with a prompt where the family takes one. ``truncate_dim`` and ``precision`` (int8, uint8,
         binary, ubinary) act as in sentence-transformers (keep the first dimensions, normalise, quantise) and
         override the spec's ``truncate_dim=`` / ``precision=`` options for this call
@@ -161,7 +190,7 @@ class VectorMethod(EmbeddingMethod):
         else:
             vectors = np.zeros((0, self.dimension), dtype=np.float32)
         vectors = vectors[:, :truncate_dim] if truncate_dim is not None else vectors
-        if normalize_embeddings or normalize:
+        if normalize_embeddings:
             vectors = unit_rows(vectors)
         vectors = quantized(vectors, precision, where=self.spec)
         vectors = np.ascontiguousarray(vectors[0] if single else vectors)

@@ -38,6 +38,29 @@ class ConcatMethod(VectorMethod):
     def fits_on_target(self) -> bool:
         return any(part.fits_on_target for part in self.parts)
 
+    @property
+    def fittable(self) -> bool:
+        return any(part.fittable for part in self.parts)
+
+    @property
+    def uses_gpu(self) -> bool:
+        return any(part.uses_gpu for part in self.parts)
+
+    def fit_for_corpus(self, texts: Sequence[str], batch_size: int = 32) -> list[bytes]:
+        return [state for part in self.parts for state in part.fit_for_corpus(texts, batch_size)]
+
+    def fitted_state(self) -> list[bytes]:
+        return [state for part in self.parts for state in part.fitted_state()]
+
+    def restore(self, states: Sequence[bytes]) -> ConcatMethod:
+        """Each fittable part takes one state, in order (what :meth:`fitted_state` returns)."""
+        fittable = [part for part in self.parts if part.fittable]
+        if len(fittable) != len(states):
+            raise ValueError(f"{self.spec}: {len(states)} fitted states for {len(fittable)} fittable parts")
+        for part, state in zip(fittable, states):
+            part.restore([state])
+        return self
+
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         blocks = [part.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, normalize_embeddings=True) for part in self.parts]
         return np.hstack(blocks) / np.float32(np.sqrt(len(blocks)))

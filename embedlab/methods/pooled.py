@@ -5,8 +5,7 @@
 * ``avg`` — context-averaged static token vectors (§3.2.3);
 * ``bert+avg`` — the mix v = (1 − w)·v_model + w·v_Avg (Eq. 10);
 * ``distil`` — each vocabulary token alone through the model, last layer mean-pooled (model2vec's distillation);
-* ``static`` — a model2vec model folder (``static:PATH``, ``static:tokenlearn``): its table, token mapping
-  and weights, with the paper's token weights and post-processing available on top as for ``avg``.
+* ``static`` — a model2vec model folder (:mod:`embedlab.methods.static_folder`).
 
 Each family is an option table and a token source; everything after the source — token selection and
 weights, aggregation, post-processing — is the same :class:`~embedlab.pooling.pipeline.PoolingPipeline`,
@@ -20,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -29,108 +29,25 @@ from safetensors.numpy import save as safetensors_save
 from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.errors import InputError
 from embedlab.methods.base import Family, VectorMethod, check_texts
-from embedlab.methods.precision import COMPUTE_OPTIONS, OUTPUT_OPTIONS, check_output, compute_of, output_options
+from embedlab.methods.pooled_options import (AVG_OPTIONS, DISTIL_OPTIONS, MIX_OPTIONS, POOLED_OPTIONS, RANDOM_OPTIONS,
+                                             check_for_model)
+from embedlab.methods.precision import check_output, compute_of, output_options
 from embedlab.methods.prompts import ROLE_OPTIONS, prompted_pipeline, role_prompts, user_prompts_digest
 from embedlab.models import LoadedModel, ModelTraits, load_model, model_traits
-from embedlab.pooling.aggregation import AGGREGATIONS, FlatTokens
-from embedlab.pooling.pipeline import WEIGHTINGS, PoolingPipeline, TokenSelection
-from embedlab.pooling.postprocess import Chain, make_step, parse_chain, read_safetensors, validate_chain
-from embedlab.pooling.sources import (AvgTokens, ContextualTokens, DistilledTokens, ImportedStaticTokens, MixedTokens, PromptSetTokens,
-                                     RandomTokens, TokenSource, resolve_layers)
-from embedlab.pooling.static_folders import StaticModelFolder, load_static_model
-from embedlab.pooling.weights import FILTERS, excluded_vocabulary
+from embedlab.pooling.aggregation import FlatTokens
+from embedlab.pooling.pipeline import PoolingPipeline, TokenSelection
+from embedlab.pooling.postprocess import Chain, ChainStep, parse_chain, read_safetensors
+from embedlab.pooling.sources import (AvgTokens, ContextualTokens, DistilledTokens, MixedTokens, PromptSetTokens, RandomTokens,
+                                     TokenSource, resolve_layers)
+from embedlab.pooling.weights import excluded_vocabulary
 from embedlab.runtime import ArrayStore, atomic_write_bytes, cache_key
-from embedlab.spec import POOLED, MethodSpec, Option, finite_number, whole_number
+from embedlab.spec import POOLED, MethodSpec
 from embedlab.tokens.forward import check_max_tokens
-from embedlab.tokens.templates import NO_MASK_ALTERNATIVES, TEMPLATE_NAMES, get_templates, needs_mask_token
+from embedlab.tokens.templates import get_templates
 
 # ·^W post-processing is fitted on this many WikiText-2 train sentences (a seeded sample).
 REFERENCE_SENTENCES = 10_000
 REFERENCE_SEED = 0
-
-
-# --- options, each stated once ------------------------------------------------------------------------
-
-def _validate_layers(value: str) -> str:
-    items = value.split("+")
-    for item in items:
-        if item != "last" and not item.lstrip("-").isdigit():
-            raise InputError("layers are integers from -1 to L, or 'last', joined by '+'")
-        if item != "last" and int(item) < -1:
-            raise InputError("the lowest layer is -1 (static token embeddings)")
-    unique = sorted(set(items), key=lambda item: (item == "last", int(item) if item != "last" else 0))
-    return "+".join(unique)
-
-
-def _validate_filter(value: str) -> str:
-    if value in ("none", "biases"):
-        return value
-    items = set(value.split("+"))
-    if items - set(FILTERS):
-        raise InputError(f"filters are none, biases, or a '+'-joined subset of {', '.join(FILTERS)}")
-    return "biases" if items == set(FILTERS) else "+".join(name for name in FILTERS if name in items)
-
-
-# token source
-LAYERS_OPTION = Option("last", help="layers averaged, '+'-joined: -1 (static), 0 (embedding output), 1..L, last", validate=_validate_layers)
-TEMPLATE_OPTION = Option("none", ("none", *TEMPLATE_NAMES), "prompt template: T0–T4 (Table 1, need a mask token); for models "
-                         "without one prompteol (with pool=last), metaeol (four prompts, pool=last), echo (the text twice, pool=mask)")
-SEED_OPTION = Option("0", help="seed of the random token vectors", validate=whole_number(0))
-STD_OPTION = Option("0.1", help="standard deviation of the random token vectors", validate=finite_number(positive=True))
-
-
-def _validate_truncate(value: str) -> str:
-    return value if value == "none" else whole_number(1)(value)
-
-
-# Long texts are split into sentence-packed chunks and every token pooled (the papers' protocol). A cut is
-# only ever asked for by name: `truncate=256` keeps each text's first 256 input tokens, special tokens
-# included, as sentence-transformers' max_seq_length does (the neural paper's SummEval row, Table 4).
-TRUNCATE_OPTION = Option("none", help="cut each text to its first N model-input tokens, special tokens included "
-                         "(sentence-transformers' max_seq_length); none: long texts are chunked by sentences, nothing is cut",
-                         validate=_validate_truncate)
-
-
-def _validate_dim(value: str) -> str:
-    return value if value == "model" else whole_number(1)(value)
-
-
-# The pooling paper's RE vectors are 768 wide (bert-base-uncased); MiniLM has the same uncased vocabulary
-# at width 384, so `random:minilm,dim=768` is the paper's RE model up to the random draw.
-DIM_OPTION = Option("model", help="width of the random token vectors: 'model' (the model's hidden size) or a whole number", validate=_validate_dim)
-W_OPTION = Option("0.5", help="weight of the Avg vectors in (1-w)·model + w·Avg (Eq. 10); may be negative", validate=finite_number())
-# token selection and weights
-WEIGHTS_OPTION = Option("none", WEIGHTINGS, "token weights: none, idf over the target texts (idf^T), idf over WikiText-2 (idf^W)")
-FILTER_OPTION = Option("none", help="drop tokens: none, biases (= frequent+punct+subword), or a '+'-joined subset", validate=_validate_filter)
-SPECIAL_OPTION = Option("include", ("include", "exclude"), "include the special tokens the tokenizer adds in means (sentence-transformers "
-                        "does): [CLS]/[SEP] of an encoder, BOS/EOS of a decoder (none for GPT-2 or SmolLM2)")
-# aggregation: static sources have no template [MASK] tokens and one chunk per text
-POOL_OPTION = Option("mean", AGGREGATIONS, "token aggregation: mean, cls (encoders), max, mask (the template's marked tokens: "
-                     "[MASK] tokens, echo's second copy), mean-no-mask, last (each chunk's last token; decoders)")
-STATIC_POOL_OPTION = Option("mean", ("mean", "max"), "token aggregation: mean or max")
-# post-processing
-POST_OPTION = Option("none", help="post-processing chain, '+'-joined: zscore, quantile-u, quantile-n, whiten, abtt-D, normalize; '@ref' fits a step on WikiText-2", validate=validate_chain)
-
-# Each family's options in the order its canonical specs list them (the order is part of every stored spec;
-# options added later go at the end, so that no earlier canonical spec changes). Families that run a
-# transformer take the compute options (dtype, quantize); every family takes the output options.
-POOLED_OPTIONS = {"layers": LAYERS_OPTION, "pool": POOL_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
-                  "special": SPECIAL_OPTION, "post": POST_OPTION, "template": TEMPLATE_OPTION, "truncate": TRUNCATE_OPTION,
-                  **COMPUTE_OPTIONS, **OUTPUT_OPTIONS}
-RANDOM_OPTIONS = {"seed": SEED_OPTION, "std": STD_OPTION, "dim": DIM_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
-                  "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION, **OUTPUT_OPTIONS}
-AVG_OPTIONS = {"layers": LAYERS_OPTION, "weights": WEIGHTS_OPTION, "filter": FILTER_OPTION,
-               "special": SPECIAL_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION, **COMPUTE_OPTIONS, **OUTPUT_OPTIONS}
-MIX_OPTIONS = {"w": W_OPTION, **POOLED_OPTIONS}
-
-DISTIL_OPTIONS = {"weights": WEIGHTS_OPTION, "filter": FILTER_OPTION, "special": SPECIAL_OPTION, "post": POST_OPTION,
-                  "pool": STATIC_POOL_OPTION, **COMPUTE_OPTIONS, **OUTPUT_OPTIONS}
-# A model2vec model's own last step: unit length when its config.json says "normalize": true.
-NORMALIZE_OPTION = Option("model", ("model", "yes", "no"),
-                          "unit-normalise the final vectors: model (as the folder's config.json says), yes, no")
-STATIC_OPTIONS = {"weights": WEIGHTS_OPTION, "filter": FILTER_OPTION, "post": POST_OPTION, "pool": STATIC_POOL_OPTION,
-                  "normalize": NORMALIZE_OPTION, **OUTPUT_OPTIONS}
-STATIC = "static"
 
 
 # --- stage 1 per family; stages 2–4 are shared ----------------------------------------------------------
@@ -149,81 +66,29 @@ def _contextual_tokens(model: LoadedModel, spec: MethodSpec) -> ContextualTokens
     return ContextualTokens(model, _layers(model, spec), templates[0] if templates else None, max_tokens)
 
 
-def check_for_model(model: LoadedModel | ModelTraits, spec: MethodSpec) -> None:
-    """Refuse, before any work, what this model cannot do: a mask template without a mask token, the [CLS]
-    vector of a decoder (its first token has seen nothing else), a template's marks it does not have.
-
-    Run when the method is built, on the model's config and tokenizer files (:func:`model_traits`), and
-    again on the loaded model (a GGUF file's traits are known once it is converted)."""
-    name = model.name if isinstance(model, LoadedModel) else spec.model
-    kind = model.kind
-    has_mask = model.tokenizer.mask_token_id is not None if isinstance(model, LoadedModel) else model.has_mask_token
-    schema_options = spec.schema.options if spec.schema is not None else {}
-    template = spec.get("template") if "template" in schema_options else "none"
-    if needs_mask_token(template) and not has_mask:
-        raise InputError(f"{spec}: template {template} needs a mask token and model {name!r} ({kind}) has none; "
-                         f"use {NO_MASK_ALTERNATIVES}")
-    _check_limits(name, model.num_layers, model.max_length, spec)
-    pool = spec.get("pool")
-    if pool == "cls" and kind == "decoder":
-        raise InputError(f"{spec}: pool=cls takes the first token, which in decoder {name!r} has seen only itself; "
-                         "use pool=last (the last token, which has seen the whole text) or pool=mean")
-    if pool in ("mask", "mean-no-mask") and template in ("none", "prompteol", "metaeol"):
-        hint = "pool=last" if template in ("prompteol", "metaeol") else "a T0–T4 template (mask token) or template=echo"
-        raise InputError(f"{spec}: pool={pool} averages the tokens a template marks, and template={template} marks none; use {hint}")
-
-
-def _check_limits(name: str, num_layers: int | None, max_length: int | None, spec: MethodSpec) -> None:
-    """A layer the model does not have, or a cut longer than its input, refused with the model's limit."""
-    options = spec.schema.options if spec.schema is not None else {}
-    if "layers" in options and num_layers is not None:
-        for item in spec.get("layers").split("+"):
-            if item != "last" and not -1 <= int(item) <= num_layers:
-                raise ValueError(f"{spec}: layers={spec.get('layers')}: layer {item} is beyond model {name!r}, which has "
-                                 f"{num_layers} layers; use layers from -1 to {num_layers} (-1: static token embeddings, "
-                                 f"0: embedding output, {num_layers} or last: the last layer), joined by '+'")
-    if "truncate" in options and max_length is not None and spec.get("truncate") != "none":
-        if int(spec.get("truncate")) > max_length:
-            raise ValueError(f"{spec}: truncate={spec.get('truncate')}: model {name!r} takes at most {max_length} input "
-                             f"tokens; use truncate=1 to truncate={max_length}, or leave truncate out (without truncate, "
-                             "long texts are split into sentence-packed chunks and nothing is cut)")
-
-
 TOKEN_SOURCES: dict[str, Callable[[LoadedModel, MethodSpec], TokenSource]] = {
     POOLED: _contextual_tokens,
     "random": lambda model, spec: RandomTokens(model, int(spec.get("seed")), float(spec.get("std")),
                                                None if spec.get("dim") == "model" else int(spec.get("dim"))),
     "avg": lambda model, spec: AvgTokens(model, _layers(model, spec)),
     "distil": lambda model, spec: DistilledTokens(model),
-    STATIC: lambda model, spec: ImportedStaticTokens(model),
     "bert+avg": lambda model, spec: MixedTokens(_contextual_tokens(model, spec), AvgTokens(model, _layers(model, spec)), float(spec.get("w"))),
 }
 
 
-def build_pipeline(spec: MethodSpec) -> PoolingPipeline:
-    """The stages ``spec`` names: its family's token source, then the options every pooled family shares."""
-    if spec.family == STATIC:
-        model = load_static_model(spec.model)
-    else:
-        model = load_model(spec.model, compute=compute_of(spec))
-        check_for_model(model, spec)
-    post = parse_chain(spec.get("post"))
-    if spec.family == STATIC and _final_normalize(model, spec.get("normalize")) and post[-1:] != [("normalize", False)]:
-        post.append(("normalize", False))
+def build_pipeline(spec: MethodSpec, model: LoadedModel, source: TokenSource, include_special: bool,
+                   post: Sequence[ChainStep]) -> PoolingPipeline:
+    """The stages ``spec`` names after its family's token source: the options every pooled family shares."""
     return PoolingPipeline(
-        source=TOKEN_SOURCES[spec.family](model, spec),
+        source=source,
         selection=TokenSelection(
-            include_special=spec.family == STATIC or spec.get("special") == "include",
+            include_special=include_special,
             excluded_vocab=excluded_vocabulary(model.tokenizer, spec.get("filter")),
             weighting=spec.get("weights"),
         ),
         aggregation=spec.get("pool"),
         post=tuple(post),
     )
-
-
-def _final_normalize(model: StaticModelFolder, choice: str) -> bool:
-    return model.normalize if choice == "model" else choice == "yes"
 
 
 # --- the method -------------------------------------------------------------------------------------------
@@ -242,9 +107,8 @@ class PooledMethod(VectorMethod):
 
     def __init__(self, spec: MethodSpec) -> None:
         super().__init__(spec)
-        # config and tokenizer files only: a bad combination fails here, not at encode (a static folder has no
-        # transformer to check)
-        traits = model_traits(spec.model) if spec.family != STATIC else None
+        # config and tokenizer files only: a bad combination fails here, not at encode
+        traits = self._model_traits()
         if traits is not None:
             check_for_model(traits, spec)
         compute_of(spec)  # dtype with quantize is refused here, and bf16 without native support warns here
@@ -254,10 +118,18 @@ class PooledMethod(VectorMethod):
         # each side's template read once (a template file may change later; this method keeps what it read)
         self._prompts = role_prompts(spec, spec.schema.options if spec.schema is not None else {})
 
+    def _model_traits(self) -> ModelTraits | None:
+        """What the model's config and tokenizer files say (None: a model that has no transformer to check)."""
+        return model_traits(self.parsed.model)
+
     @functools.cached_property
     def pipeline(self) -> PoolingPipeline:
         """The stages (built on first use, so that constructing a method loads nothing)."""
-        return build_pipeline(self.parsed)
+        spec = self.parsed
+        model = load_model(spec.model, compute=compute_of(spec))
+        check_for_model(model, spec)
+        return build_pipeline(spec, model, TOKEN_SOURCES[spec.family](model, spec), spec.get("special") == "include",
+                              parse_chain(spec.get("post")))
 
     @property
     def model(self) -> LoadedModel:
@@ -276,9 +148,15 @@ class PooledMethod(VectorMethod):
 
     @property
     def fits_on_target(self) -> bool:
-        pipeline = self.pipeline
-        return not self.is_fitted and (pipeline.selection.weighting == "idf-target" or any(
-            not on_reference and make_step(name).needs_fit for name, on_reference in pipeline.post))
+        return not self.is_fitted and self.pipeline.depends_on_texts
+
+    @property
+    def fittable(self) -> bool:
+        return True
+
+    def fit_for_corpus(self, texts: Sequence[str], batch_size: int = 32) -> list[bytes]:
+        depends = self.pipeline.depends_on_texts
+        return self.fit(list(texts) if depends else [texts[0]], batch_size=batch_size, show_progress_bar=False).fitted_state()
 
     @property
     def fingerprint(self) -> str:
@@ -364,13 +242,24 @@ class PooledMethod(VectorMethod):
             tensors["idf"] = self.idf_
         return tensors, metadata
 
-    def save_fitted(self, path: str) -> None:
-        """Save the statistics learned by ``fit`` (idf^T, post-processing) as safetensors (no pickle)."""
+    def fitted_state(self) -> list[bytes]:
+        """The statistics learned by ``fit`` (idf^T, post-processing) as safetensors bytes (no pickle)."""
         if not self.is_fitted:
             raise RuntimeError(f"{self.spec}: nothing to save, call fit(texts) first")
         tensors, metadata = self._fitted_tensors()
         metadata.update(spec=self.spec, fingerprint=self.model.fingerprint)
-        atomic_write_bytes(Path(path), safetensors_save(tensors, metadata=metadata))
+        return [safetensors_save(tensors, metadata=metadata)]
+
+    def save_fitted(self, path: str) -> None:
+        atomic_write_bytes(Path(path), self.fitted_state()[0])
+
+    def restore(self, states: Sequence[bytes]) -> PooledMethod:
+        if len(states) != 1:
+            raise ValueError(f"{self.spec}: {len(states)} fitted states for 1 fittable part")
+        with tempfile.TemporaryDirectory() as folder:  # safetensors reads metadata from a file only
+            path = Path(folder) / "fitted.safetensors"
+            path.write_bytes(states[0])
+            return self.load_fitted(str(path))
 
     def load_fitted(self, path: str) -> PooledMethod:
         """Restore statistics saved by ``save_fitted`` for this same method and model."""
@@ -393,6 +282,4 @@ POOLED_FAMILIES = (
     Family("bert+avg", MIX_OPTIONS, PooledMethod, "(1-w)·contextual + w·Avg token vectors (Eq. 10)"),
     Family("distil", DISTIL_OPTIONS, PooledMethod, "static token vectors distilled as model2vec does: each vocabulary token "
            "alone in [CLS] t [SEP], last layer mean-pooled"),
-    Family(STATIC, STATIC_OPTIONS, PooledMethod, "a model2vec static model folder (static:PATH, static:tokenlearn): "
-           "its token table, weights and normalisation, with token weights and post-processing on top"),
 )

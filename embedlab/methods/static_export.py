@@ -30,12 +30,12 @@ import numpy as np
 
 from embedlab.errors import InputError
 from embedlab.methods.base import EmbeddingMethod
-from embedlab.methods.pooled import STATIC, PooledMethod
-from embedlab.pooling.postprocess import Chain, fit_chain
+from embedlab.methods.pooled import PooledMethod
+from embedlab.methods.static_folder import StaticFolderMethod
+from embedlab.pooling.postprocess import STEPS, Chain, fit_chain
 from embedlab.pooling.static_folders import write_static_folder
 
 EXPORTABLE_FAMILIES = ("avg", "random", "distil")
-AFFINE_STEPS = ("zscore", "whiten")  # and abtt-D
 
 
 class NotExportableError(InputError):
@@ -53,20 +53,16 @@ class ExportPlan:
     needs_target_texts: bool  # idf-target or a step fitted on the target texts
 
 
-def _is_affine(step: str) -> bool:
-    return step in AFFINE_STEPS or step.startswith("abtt-")
-
-
 def plan_export(method: EmbeddingMethod) -> ExportPlan:
     """Check that ``method`` folds into a model2vec folder; raise :class:`NotExportableError` naming why not."""
+    if isinstance(method, StaticFolderMethod):
+        raise NotExportableError(f"{method.spec} is already a model2vec folder ({method.parsed.model}); copy it instead")
     family = getattr(getattr(method, "parsed", None), "family", None)
-    if not isinstance(method, PooledMethod) or family not in (*EXPORTABLE_FAMILIES, STATIC):
+    if not isinstance(method, PooledMethod) or family not in EXPORTABLE_FAMILIES:
         why = "its token vectors depend on the context (a transformer runs at encode time)" if family != "bert+avg" else \
             "its contextual part (1-w)·v_model depends on each token's neighbours; only the w·Avg part is static"
         raise NotExportableError(f"{method.spec} cannot be exported as a static model: {why}. "
                                  f"Static specs are avg:MODEL, random:MODEL and distil:MODEL (e.g. avg:minilm,special=exclude)")
-    if family == STATIC:
-        raise NotExportableError(f"{method.spec} is already a model2vec folder ({method.parsed.model}); copy it instead")
     spec = method.parsed
     if spec.get("special") == "include":
         raise NotExportableError(f"{method.spec}: model2vec pools a text's own tokens only, while this spec includes "
@@ -74,24 +70,23 @@ def plan_export(method: EmbeddingMethod) -> ExportPlan:
     if spec.get("pool") != "mean":
         raise NotExportableError(f"{method.spec}: model2vec averages token vectors; pool={spec.get('pool')} cannot be folded")
     steps = method.pipeline.post
-    names = [name for name, _ in steps]
-    normalize = bool(names) and names[-1] == "normalize"
-    body = names[:-1] if normalize else names
-    for name in body:
-        if name == "normalize":
+    normalize = bool(steps) and steps[-1].name == "normalize"  # model2vec's own final step
+    body = steps[:-1] if normalize else steps
+    for step in body:
+        if step.name == "normalize":
             raise NotExportableError(f"{method.spec}: a normalize before other post-processing steps is not a linear map "
                                      "of the mean; only a final normalize folds (into model2vec's normalize)")
-        if not _is_affine(name):
-            raise NotExportableError(f"{method.spec}: post-processing step {name} is not affine, so it cannot be folded "
-                                     "into the token table (zscore, whiten, abtt-D and a final normalize can)")
+        if not step.affine:
+            affine = ", ".join(spelling for kind in STEPS if kind.affine for spelling in kind.spellings)
+            raise NotExportableError(f"{method.spec}: post-processing step {step.name} is not affine, so it cannot be folded "
+                                     f"into the token table ({affine} and a final normalize can)")
     token_scales = spec.get("weights") != "none" or spec.get("filter") != "none"
     if token_scales and (body or not normalize):
         raise NotExportableError(
             f"{method.spec}: token weights or filters fold only when the post-processing is exactly 'normalize' "
             "(model2vec divides by the token count, embedlab by the sum of the weights: equal up to a factor per "
             f"text, which only normalisation removes); export {spec.replace(post='normalize')} instead")
-    needs_target = spec.get("weights") == "idf-target" or any(not on_reference for name, on_reference in steps if name != "normalize")
-    return ExportPlan(method, tuple(body), normalize, token_scales, needs_target)
+    return ExportPlan(method, tuple(step.name for step in body), normalize, token_scales, method.pipeline.depends_on_texts)
 
 
 def _affine_map(chain: Chain, width: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -106,6 +101,16 @@ def _affine_map(chain: Chain, width: int, seed: int = 0) -> tuple[np.ndarray, np
     return basis.T, origin
 
 
+def check_export(plan: ExportPlan, out: str | Path, has_fit_texts: bool) -> None:
+    """The export's guards, before any work: texts to fit on where the spec needs them, a new or empty folder."""
+    if plan.needs_target_texts and not plan.method.is_fitted and not has_fit_texts:
+        raise NotExportableError(f"{plan.method.spec} fits statistics on the target texts (idf-target or a post-processing "
+                                 "step without @ref): give the texts to fit them on (--fit-on FILE)")
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(f"{out} exists and is not an empty folder; choose a new folder")
+
+
 def export_static(method: EmbeddingMethod, out: str | Path, fit_texts: Sequence[str] | None = None) -> dict:
     """Write ``method`` as a model2vec folder at ``out``; returns the config written.
 
@@ -114,12 +119,8 @@ def export_static(method: EmbeddingMethod, out: str | Path, fit_texts: Sequence[
     """
     plan = plan_export(method)
     method = plan.method
-    if plan.needs_target_texts and not method.is_fitted and not fit_texts:
-        raise NotExportableError(f"{method.spec} fits statistics on the target texts (idf-target or a post-processing "
-                                 "step without @ref): give the texts to fit them on (--fit-on FILE)")
+    check_export(plan, out, bool(fit_texts))
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        raise InputError(f"{out} exists and is not empty; choose a new folder")
     if fit_texts and not method.is_fitted:
         method.fit(list(fit_texts))
     pipeline = method.pipeline

@@ -101,8 +101,9 @@ def model_fingerprint(path: Path) -> str:
     return _fingerprints_of(str(path), _stamp(path))[0]
 
 
-def weights_fingerprint(path: Path) -> str:
-    """The narrower hash (model config, tokenizer, top-level weights) that shipped masked-LM heads and
-    learned token weights record: they depend on the transformer only, not on sentence-transformers'
-    pooling modules, so they are matched on this."""
+def transformer_fingerprint(path: Path) -> str:
+    """The narrower hash (model config, tokenizer, top-level weights: the transformer, not only its weights)
+    that shipped masked-LM heads, learned token weights and BERTScore baselines record: they depend on the
+    transformer only, not on sentence-transformers' pooling modules, so they are matched on this. The value
+    is what it always was (shipped files hold it); only the name changed, from ``weights_fingerprint``."""
     return _fingerprints_of(str(path), _stamp(path))[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from embedlab.errors import InputError
-from embedlab.models.fingerprints import gguf_sha256, model_fingerprint, weight_files, weights_fingerprint
+from embedlab.models.fingerprints import gguf_sha256, model_fingerprint, weight_files, transformer_fingerprint
 from embedlab.models.gguf import check_gguf, convert_gguf, converted_gguf_folder, gguf_in
 from embedlab.models.named import NAMED_MODELS, STATIC_MODELS, ModelNotFoundError, check_installed, unknown_model_message
 from embedlab.models.precision import COMPUTES, TORCH_DTYPES, fingerprint_suffix, quantize_linear_int8
@@ -135,7 +135,7 @@ class LoadedModel:
     tokenizer: object
     model: torch.nn.Module
     max_length: int  # tokens per input, special tokens included
-    weights_fingerprint: str = ""  # see weights_fingerprint(): what shipped heads and token weights match
+    transformer_fingerprint: str = ""  # see transformer_fingerprint(): what shipped heads and token weights match
     compute: str = "fp32"  # fp32, bf16, fp16 or int8 (models/precision.py); the fingerprint carries any but fp32
 
     @property
@@ -237,6 +237,6 @@ def _load_model(name: str, device: str | None, compute: str) -> LoadedModel:
         tokenizer=tokenizer,
         model=model,
         max_length=_max_length(path, tokenizer, config),
-        weights_fingerprint=weights_fingerprint(path),
+        transformer_fingerprint=transformer_fingerprint(path),
         compute=compute,
     )

@@ -21,7 +21,7 @@ import torch
 
 from embedlab.errors import InputError
 from embedlab.neural.adamw import BatchedAdamW
-from embedlab.neural.candidate_epochs import GroupCandidates, chunk_texts, first_epoch_with_candidates
+from embedlab.neural.candidate_epochs import GroupCandidates, first_epoch_with_candidates
 from embedlab.neural.device import CPU_POSITION_BUDGET, full_float32
 from embedlab.neural.frozen import FrozenFeatures, frozen_features
 from embedlab.neural.head import MaskedLM
@@ -30,8 +30,6 @@ from embedlab.neural.options import NeuralOptions, head_names
 from embedlab.neural.replay import ReplayedModule
 from embedlab.neural.top import BatchedTop, DenseAt
 
-__all__ = ["BatchedAdamW", "BatchedRun", "BatchedTop", "FrozenFeatures", "GroupCandidates", "batched_supported", "chunk_texts",
-           "frozen_features", "micro_tune_batched"]
 # gradients of one epoch for the tensors ``wrt``, given where the head's dense pre-activation comes from
 EpochGradients = Callable[[DenseAt, list[torch.Tensor]], list[torch.Tensor]]
 

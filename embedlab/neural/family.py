@@ -39,12 +39,11 @@ from embedlab.neural.device import DEVICES_HELP, check_device, check_memory, res
 from embedlab.neural.head import MaskedLM, load_masked_lm
 from embedlab.neural.inputs import BLUEPRINTS
 from embedlab.neural.options import HEAD_VECTORS, NeuralOptions, resolve_parameter_names
-from embedlab.neural.tuning import PATHS, embed_texts, embed_texts_variants, embedding_width, masked_lm_on
+from embedlab.neural.tuning import PATHS, embed_texts_variants, embedding_width, masked_lm_on
 from embedlab.neural.variants import VARIANTS, shared_run_variants
 from embedlab.runtime import ArrayStore, cache_key
 from embedlab.spec import Option, finite_number, whole_number
 
-__all__ = ["CACHE_SLICE", "NEURAL_FAMILY", "NEURAL_OPTIONS", "NeuralEmbedder", "NeuralMethod", "embed_texts", "embed_texts_variants", "masked_lm_on"]
 # Texts micro-tuned per call of the batched path before their embeddings are cached; large enough
 # that the batched path's groups (about 4,096 masked positions, 100-200 sentences) stay full.
 CACHE_SLICE = 512
@@ -231,6 +230,11 @@ class NeuralMethod(VectorMethod):
     @property
     def dimension(self) -> int:
         return self.embedder.dimension
+
+    @property
+    def uses_gpu(self) -> bool:
+        """The batched micro-tuning path runs on a GPU where there is one, unless ``device=cpu`` pins it."""
+        return self.parsed.get("device") != "cpu"
 
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         return self.embedder.embed(texts, show_progress_bar=show_progress_bar)

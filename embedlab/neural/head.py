@@ -170,7 +170,7 @@ class MaskedLM:
     head_hash: str
     checkpoint_has_head: bool
     layout: HeadLayout | None = None  # None only for hand-built BERT instances (then BERT's names)
-    weights_fingerprint: str = ""  # what shipped heads record (embedlab.models.weights_fingerprint)
+    transformer_fingerprint: str = ""  # what shipped heads record (embedlab.models.transformer_fingerprint)
 
     @property
     def hidden_size(self) -> int:
@@ -254,7 +254,7 @@ def _load_masked_lm(name: str, head: str) -> MaskedLM:
         if has_head:
             origin = "checkpoint"
         else:
-            shipped = shipped_head_for(base.fingerprint, base.weights_fingerprint)
+            shipped = shipped_head_for(base.fingerprint, base.transformer_fingerprint)
             if shipped is None:
                 train = (f"train one with `embedlab mlm-head train {name} --out HEAD.safetensors` and pass head=HEAD.safetensors, or pass head=untrained"
                          if layout.family == "BERT" else "pass head=untrained (a seeded untrained head; `embedlab mlm-head train` trains BERT heads only)")
@@ -269,7 +269,7 @@ def _load_masked_lm(name: str, head: str) -> MaskedLM:
         head_path = Path(head).expanduser()
         tensors, metadata = read_head_file(head_path)
         trained_for = metadata.get("model_fingerprint")
-        if trained_for and trained_for not in (base.fingerprint, base.weights_fingerprint):
+        if trained_for and trained_for not in (base.fingerprint, base.transformer_fingerprint):
             raise HeadError(f"head file {head_path} was trained for model fingerprint {trained_for}, not {base.fingerprint} ({name!r})")
         install_head(model, tensors, str(head_path), layout.head_tensors, layout.output_bias)
         origin = f"file:{head_path}"
@@ -283,6 +283,6 @@ def _load_masked_lm(name: str, head: str) -> MaskedLM:
         head_origin=origin,
         head_hash=head_hash(model, layout.head_tensors),
         checkpoint_has_head=has_head,
-        weights_fingerprint=base.weights_fingerprint,
+        transformer_fingerprint=base.transformer_fingerprint,
         layout=layout,
     )

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 import torch
 
 from embedlab.errors import InputError
-from embedlab.neural.batched import BatchedTop, FrozenFeatures, batched_supported
+from embedlab.neural.batched import batched_supported
+from embedlab.neural.frozen import FrozenFeatures
+from embedlab.neural.top import BatchedTop
 from embedlab.neural.options import NeuralOptions, tunes_last_block
 
 VARIANTS = ("neural", "cls", "avg", "cls-tuned", "avg-tuned", "cls-diff", "avg-diff")

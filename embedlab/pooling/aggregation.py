@@ -18,7 +18,7 @@ idf 0), its kept tokens are weighted uniformly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,9 +26,6 @@ from scipy.sparse import csr_matrix
 
 from embedlab.errors import InputError
 from embedlab.tokens.entry import TokenStates
-
-AGGREGATIONS = ("mean", "cls", "max", "mask", "mean-no-mask", "last")
-
 
 @dataclass
 class FlatTokens:
@@ -137,21 +134,17 @@ def aggregate(matrix: np.ndarray, flat: FlatTokens, weights: np.ndarray, keep: n
 def aggregation_weights(flat: FlatTokens, keep: np.ndarray, weights: np.ndarray, aggregation: str) -> np.ndarray:
     """(T,) float32 weights whose per-text weighted sum is ``aggregation`` (every one but max), given the
     mean's per-token ``weights``: the one rule for the whole-text path and for long texts streamed in pieces."""
-    if aggregation == "mean":
-        return weights
-    if aggregation == "mean-no-mask":
-        return _renormalise(flat, np.where(flat.template_mask, 0.0, weights))
-    if aggregation == "cls":
-        return _renormalise(flat, flat.chunk_start.astype(np.float64))
-    if aggregation == "last":
-        return _renormalise(flat, last_of_chunks(flat, keep))
-    if aggregation == "mask":
-        counts = flat.per_text_sum(flat.template_mask.astype(np.int64))
-        missing = np.flatnonzero(counts == 0)
-        if missing.size:
-            raise InputError(f"pool=mask needs a template with [MASK] tokens; text at index {int(missing[0])} has none")
-        return _renormalise(flat, flat.template_mask.astype(np.float64))
-    raise InputError(f"unknown aggregation {aggregation!r}; choose one of: {', '.join(AGGREGATIONS)}")
+    if aggregation not in AGGREGATIONS or AGGREGATIONS[aggregation] is None:
+        raise InputError(f"unknown aggregation {aggregation!r}; choose one of: {', '.join(AGGREGATIONS)}")
+    return AGGREGATIONS[aggregation](flat, keep, weights)
+
+
+def _mask_weights(flat: FlatTokens, keep: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    counts = flat.per_text_sum(flat.template_mask.astype(np.int64))
+    missing = np.flatnonzero(counts == 0)
+    if missing.size:
+        raise InputError(f"pool=mask needs a template with [MASK] tokens; text at index {int(missing[0])} has none")
+    return _renormalise(flat, flat.template_mask.astype(np.float64))
 
 
 def last_of_chunks(flat: FlatTokens, keep: np.ndarray) -> np.ndarray:
@@ -172,3 +165,15 @@ def _renormalise(flat: FlatTokens, raw: np.ndarray) -> np.ndarray:
         index = int(np.flatnonzero(sums <= 0)[0])
         raise InputError(f"text at index {index} has no token left to aggregate")
     return (raw / sums[flat.text_index()]).astype(np.float32)
+
+
+# Every aggregation, registered once (the pool= option's choices, in this order): the rule giving each
+# token its weight in the text's weighted sum, or None for max (a running maximum, no weighted sum).
+AGGREGATIONS: dict[str, Callable[[FlatTokens, np.ndarray, np.ndarray], np.ndarray] | None] = {
+    "mean": lambda flat, keep, weights: weights,
+    "cls": lambda flat, keep, weights: _renormalise(flat, flat.chunk_start.astype(np.float64)),
+    "max": None,
+    "mask": _mask_weights,
+    "mean-no-mask": lambda flat, keep, weights: _renormalise(flat, np.where(flat.template_mask, 0.0, weights)),
+    "last": lambda flat, keep, weights: _renormalise(flat, last_of_chunks(flat, keep)),
+}

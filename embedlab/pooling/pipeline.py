@@ -43,8 +43,8 @@ from embedlab.runtime import release_free_memory
 from embedlab.runtime.progress import progress_bar
 from embedlab.pooling import long_texts
 from embedlab.pooling.aggregation import FlatTokens, aggregate, select_tokens, token_weights
-from embedlab.pooling.postprocess import Chain, fit_chain
-from embedlab.pooling.sources import StaticTokens, TokenSource, release_layouts, tokenized_already, tokenized_texts
+from embedlab.pooling.postprocess import Chain, ChainStep, fit_chain
+from embedlab.pooling.sources import TokenSource, release_layouts, tokenized_already, tokenized_texts
 from embedlab.pooling.weights import idf_from_documents, reference_token_statistics
 
 WEIGHTINGS = ("none", "idf-target", "idf-ref")
@@ -94,11 +94,17 @@ class PoolingPipeline:
     source: TokenSource
     selection: TokenSelection
     aggregation: str = "mean"
-    post: tuple[tuple[str, bool], ...] = ()  # parse_chain's steps: (name, fitted on the reference corpus)
+    post: tuple[ChainStep, ...] = ()  # parse_chain's steps: name, fitted on the reference corpus
 
     @property
     def model(self) -> LoadedModel:
         return self.source.model
+
+    @property
+    def depends_on_texts(self) -> bool:
+        """Whether fitting learns statistics of the target texts themselves (idf^T, a step fitted without @ref)."""
+        return self.selection.weighting == "idf-target" or any(
+            not step.on_reference and step.needs_fit for step in self.post)
 
     def idf(self, texts: Sequence[str]) -> np.ndarray | None:
         """Stage 2's idf with ``texts`` as the target (see :meth:`TokenSelection.idf`)."""
@@ -116,10 +122,11 @@ class PoolingPipeline:
         module docstring); only one chunk's token vectors are held at a time."""
         if self.static_fast_path:  # the static path holds token ids only, never vectors
             return self._pool_static(texts, idf)
-        long = long_texts.long_positions(self, texts)  # a book-length text streams a group of its chunks at a time
+        long = long_texts.long_positions(self.source, texts)  # a book-length text streams a group of its chunks at a time
         if long:
             return long_texts.pool_around_long_texts(
-                self, texts, long, idf, lambda rest: self.pool(rest, idf, batch_size, show_progress_bar, chunk_characters), batch_size)
+                self.source, self.selection, self.aggregation, texts, long, idf,
+                lambda rest: self.pool(rest, idf, batch_size, show_progress_bar, chunk_characters), batch_size)
         chunks = list(stream_chunks(texts, chunk_characters))
         if len(chunks) <= 1:
             return self._pool_chunk(texts, idf, batch_size, show_progress_bar)
@@ -142,7 +149,7 @@ class PoolingPipeline:
     @property
     def static_fast_path(self) -> bool:
         """Whether stages 1–3 are one sparse product with a static table (see the module docstring)."""
-        return isinstance(self.source, StaticTokens) and self.aggregation == "mean"
+        return self.source.static and self.aggregation == "mean"
 
     def _pool_chunk(self, texts: list[str], idf: np.ndarray | None, batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         if self.static_fast_path:

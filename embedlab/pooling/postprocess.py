@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 import numpy as np
 from safetensors.numpy import load_file
@@ -26,7 +26,6 @@ from embedlab.runtime import atomic_write_bytes
 if TYPE_CHECKING:
     from sklearn.preprocessing import QuantileTransformer
 
-STEP_NAMES = ("zscore", "quantile-u", "quantile-n", "whiten", "abtt-D", "normalize")
 _ABTT = re.compile(r"^abtt-([1-9][0-9]*)$")
 
 
@@ -37,12 +36,34 @@ def _svd_solver(vectors: np.ndarray) -> str:
 
 
 class PostProcessor:
-    """Base class: ``fit`` learns arrays kept in ``state``; ``transform`` applies them. ``__init__`` does no work."""
+    """Base class: ``fit`` learns arrays kept in ``state``; ``transform`` applies them. ``__init__`` does no work.
+
+    A step answers for itself: how a spec spells it, with one help line each (``spellings``), whether it
+    is learned from vectors (``needs_fit``), whether once fitted it is an affine map x·Aᵀ + b (``affine``:
+    such a step folds into a static model's token table), and its own state as flat arrays
+    (:meth:`tensors`, :meth:`restored`). Every step is registered once, in :data:`STEPS`."""
 
     name: str = ""
+    spellings: ClassVar[dict[str, str]] = {}  # how a spec names the step -> its help line
+    needs_fit: ClassVar[bool] = True
+    affine: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.state: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def from_name(cls, name: str) -> PostProcessor | None:
+        """A fresh step if a spec's ``name`` names this kind of step, else None."""
+        return cls() if name in cls.spellings else None
+
+    def tensors(self, prefix: str) -> dict[str, np.ndarray]:
+        """The fitted state as flat arrays, their keys prefixed (a chain saves its steps side by side)."""
+        return {f"{prefix}{key}": np.ascontiguousarray(value) for key, value in self.state.items()}
+
+    def restored(self, tensors: dict[str, np.ndarray], prefix: str) -> PostProcessor:
+        """This step with the state :meth:`tensors` saved under ``prefix``."""
+        self.state = {key[len(prefix) :]: value for key, value in tensors.items() if key.startswith(prefix)}
+        return self
 
     def fit(self, vectors: np.ndarray) -> PostProcessor:
         vectors = np.asarray(vectors, dtype=np.float64)
@@ -65,8 +86,6 @@ class PostProcessor:
     def fit_transform(self, vectors: np.ndarray) -> np.ndarray:
         return self.fit(vectors).transform(vectors)
 
-    needs_fit = True
-
     def _fit(self, vectors: np.ndarray) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
@@ -83,6 +102,8 @@ class ZScore(PostProcessor):
     """
 
     name = "zscore"
+    spellings = {"zscore": "standard score per feature (Eq. 5)"}
+    affine = True
     relative_tolerance = 1e-7
 
     def _fit(self, vectors):
@@ -99,10 +120,17 @@ class ZScore(PostProcessor):
 class QuantileNormalization(PostProcessor):
     """Map every feature through its empirical quantiles onto a uniform (or normal) distribution."""
 
+    spellings = {"quantile-u": "quantile normalisation to a uniform distribution (scikit-learn's QuantileTransformer)",
+                 "quantile-n": "quantile normalisation to a normal distribution (scikit-learn's QuantileTransformer)"}
+
     def __init__(self, output_distribution: str = "uniform") -> None:
         super().__init__()
         self.output_distribution = output_distribution
         self.name = "quantile-u" if output_distribution == "uniform" else "quantile-n"
+
+    @classmethod
+    def from_name(cls, name: str) -> PostProcessor | None:
+        return {"quantile-u": cls("uniform"), "quantile-n": cls("normal")}.get(name)
 
     def _estimator(self, n_quantiles: int) -> QuantileTransformer:
         from sklearn.preprocessing import QuantileTransformer
@@ -162,6 +190,8 @@ class Whitening(PostProcessor):
     """
 
     name = "whiten"
+    spellings = {"whiten": "PCA whitening: zero mean, identity covariance"}
+    affine = True
 
     def _fit(self, vectors):
         return self._fit_with(vectors, _svd_solver(vectors))
@@ -187,10 +217,18 @@ class Whitening(PostProcessor):
 class AllButTheTop(PostProcessor):
     """ABTT-D: centre, then remove the projections on the top D principal directions."""
 
+    spellings = {"abtt-D": "all-but-the-top: remove the top D principal directions after centring (Eq. 6-7)"}
+    affine = True
+
     def __init__(self, directions: int = 2) -> None:
         super().__init__()
         self.directions = directions
         self.name = f"abtt-{directions}"
+
+    @classmethod
+    def from_name(cls, name: str) -> PostProcessor | None:
+        match = _ABTT.match(name)
+        return cls(int(match.group(1))) if match else None
 
     def _fit(self, vectors):
         return self._fit_with(vectors, _svd_solver(vectors))
@@ -210,36 +248,56 @@ class AllButTheTop(PostProcessor):
 
 
 class Normalize(PostProcessor):
+    """Unit length (nothing to fit)."""
+
     name = "normalize"
+    spellings = {"normalize": "unit length"}
     needs_fit = False
 
     def _fit(self, vectors):
         return {}
 
     def _transform(self, vectors):
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.where(norms > 0, norms, 1.0)
+        return unit_length(vectors)
+
+
+def unit_length(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, a zero row left zero, in the rows' own dtype: the one normalisation formula
+    (the ``normalize`` step, and ``encode(normalize_embeddings=True)`` through :func:`embedlab.methods.base.unit_rows`)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+# Every post-processing step, registered once: a spec's post= names are read from these classes' spellings.
+STEPS: tuple[type[PostProcessor], ...] = (ZScore, QuantileNormalization, Whitening, AllButTheTop, Normalize)
+STEP_NAMES = tuple(spelling for kind in STEPS for spelling in kind.spellings)
 
 
 def make_step(name: str) -> PostProcessor:
     """A fresh (unfitted) step from its spec name."""
-    if name == "zscore":
-        return ZScore()
-    if name == "quantile-u":
-        return QuantileNormalization("uniform")
-    if name == "quantile-n":
-        return QuantileNormalization("normal")
-    if name == "whiten":
-        return Whitening()
-    if name == "normalize":
-        return Normalize()
-    match = _ABTT.match(name)
-    if match:
-        return AllButTheTop(int(match.group(1)))
+    for kind in STEPS:
+        step = kind.from_name(name)
+        if step is not None:
+            return step
     raise InputError(f"unknown post-processing step {name!r}; choose from: {', '.join(STEP_NAMES)} (D a positive integer)")
 
 
-def parse_chain(value: str) -> list[tuple[str, bool]]:
+class ChainStep(NamedTuple):
+    """One step of a spec's chain, as :func:`parse_chain` reads it: its name and where it is fitted."""
+
+    name: str
+    on_reference: bool = False  # fitted on the reference corpus (``@ref``) instead of the target vectors
+
+    @property
+    def needs_fit(self) -> bool:
+        return make_step(self.name).needs_fit
+
+    @property
+    def affine(self) -> bool:
+        return make_step(self.name).affine
+
+
+def parse_chain(value: str) -> list[ChainStep]:
     """``"zscore+whiten@ref"`` -> [("zscore", False), ("whiten", True)] (True: fit on the reference corpus)."""
     if value == "none":
         return []
@@ -249,7 +307,7 @@ def parse_chain(value: str) -> list[tuple[str, bool]]:
         if at and where != "ref":
             raise InputError(f"post-processing step {item!r}: the only fit source suffix is '@ref'")
         make_step(name)
-        steps.append((name, bool(at)))
+        steps.append(ChainStep(name, bool(at)))
     return steps
 
 
@@ -276,18 +334,12 @@ class Chain:
 
     def to_tensors(self) -> tuple[dict[str, np.ndarray], dict[str, str]]:
         """The fitted state as flat arrays plus string metadata (for safetensors)."""
-        tensors = {f"{index}.{key}": np.ascontiguousarray(value) for index, step in enumerate(self.steps) for key, value in step.state.items()}
+        tensors = {key: value for index, step in enumerate(self.steps) for key, value in step.tensors(f"{index}.").items()}
         return tensors, {"steps": json.dumps([step.name for step in self.steps])}
 
     @classmethod
     def from_tensors(cls, tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> Chain:
-        steps = []
-        for index, name in enumerate(json.loads(metadata["steps"])):
-            step = make_step(name)
-            prefix = f"{index}."
-            step.state = {key[len(prefix) :]: value for key, value in tensors.items() if key.startswith(prefix)}
-            steps.append(step)
-        return cls(steps)
+        return cls([make_step(name).restored(tensors, f"{index}.") for index, name in enumerate(json.loads(metadata["steps"]))])
 
     def save(self, path: str | Path) -> None:
         tensors, metadata = self.to_tensors()
@@ -300,7 +352,7 @@ class Chain:
 
 
 def fit_chain(
-    steps: Sequence[tuple[str, bool]], vectors: np.ndarray, reference: Callable[[], np.ndarray]
+    steps: Sequence[ChainStep], vectors: np.ndarray, reference: Callable[[], np.ndarray]
 ) -> tuple[Chain, np.ndarray]:
     """Fit the steps of :func:`parse_chain` in order; return the chain and ``vectors`` transformed by it.
 

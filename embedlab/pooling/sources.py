@@ -14,8 +14,11 @@ Static sources (random, Avg, imported) are one table looked up by token id: they
 ``lookup(token_ids)`` (rows and per-token scales) as well, which is what the pipeline's fast static path
 uses to pool with one sparse product, no (T, d) matrix.
 
-Every source answers ``token_vectors(texts, batch_size, show_progress_bar) -> (FlatTokens, (T, d) matrix)``;
-the later stages (:mod:`embedlab.pooling.pipeline`) never ask which source they were given.
+Every source answers ``token_vectors(texts, batch_size, show_progress_bar) -> (FlatTokens, (T, d) matrix)``,
+and says itself what the later stages (:mod:`embedlab.pooling.pipeline`, :mod:`embedlab.pooling.long_texts`)
+may do with it: ``static`` (a table looked up by token id: the fast sparse path), ``streams`` (contextual
+states, whose long texts stream through ``contextual`` chunk by chunk, each chunk's layer average then
+passed through ``mix(matrix, token_ids)``). The stages never ask which source they were given.
 
 Many configurations over the same texts share the work: the contextual source lays out one list of
 token states and averages their layers once (:class:`TokenLayout`), static sources tokenise a list
@@ -24,7 +27,7 @@ of texts once. Both memos live in :mod:`embedlab.runtime`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -48,6 +51,8 @@ class TokenSource(Protocol):
     """What the pooling pipeline needs from stage 1."""
 
     model: LoadedModel
+    static: bool  # a table looked up by token id (StaticTokens): pooled by one sparse product
+    streams: bool  # contextual states: a long text streams through ``contextual``, each chunk through ``mix``
 
     def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
         """Every text's tokens laid flat, and their (T, d) float32 vectors."""
@@ -70,12 +75,22 @@ def resolve_layers(layers: str, num_layers: int) -> tuple[int, ...]:
     return tuple(resolved)
 
 
+def mean_of_layers(layers: Iterable[np.ndarray]) -> np.ndarray:
+    """The mean of one array per layer (Eq. 3's layer average), summed in order and divided once in float32:
+    the one formula of every token source, Avg tables and streamed long texts included. A lazy iterable holds
+    one layer at a time beside the running sum."""
+    iterator = iter(layers)
+    total = next(iterator)
+    count = 1
+    for array in iterator:
+        total = total + array
+        count += 1
+    return total / np.float32(count) if count > 1 else total
+
+
 def layer_matrix(states: Sequence[TokenStates], layers: Sequence[int]) -> np.ndarray:
     """(T, d): each token's vector averaged over ``layers`` (e.g. first+last, Eq. 3)."""
-    total = np.concatenate([item.layer(layers[0]) for item in states])
-    for layer in layers[1:]:
-        total = total + np.concatenate([item.layer(layer) for item in states])
-    return total / np.float32(len(layers)) if len(layers) > 1 else total
+    return mean_of_layers(np.concatenate([item.layer(layer) for item in states]) for layer in layers)
 
 
 class TokenLayout:
@@ -155,6 +170,17 @@ class ContextualTokens:
     layers: tuple[int, ...]
     template: Template | None = None
     max_tokens: int | None = None
+    static = False
+    streams = True
+
+    @property
+    def contextual(self) -> ContextualTokens:
+        """The contextual states a long text streams through: these."""
+        return self
+
+    def mix(self, matrix: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
+        """A chunk's token vectors from its layer-averaged states: the states themselves."""
+        return matrix
 
     def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
         states = store_for(self.model).compute(texts, template=self.template, batch_size=batch_size,
@@ -172,6 +198,8 @@ class PromptSetTokens:
     layers: tuple[int, ...]
     templates: tuple[Template, ...]
     max_tokens: int | None = None
+    static = False
+    streams = False  # the prompts' chunks join into one text: a long text is pooled whole
 
     def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
         store = store_for(self.model)
@@ -198,6 +226,8 @@ class StaticTokens:
     None: all 1)."""
 
     model: LoadedModel
+    static = True
+    streams = False  # token ids only, never a matrix of states
 
     def table(self) -> np.ndarray:
         """(R, d) float32 table of token vectors (read-only)."""
@@ -239,20 +269,12 @@ class AvgTokens(StaticTokens):
     layers: tuple[int, ...]
 
     def table(self) -> np.ndarray:
-        tables = avg_tables(self.model)
-        if len(self.layers) == 1:
-            return tables[self.layers[0] + 1]
-        total = np.asarray(tables[self.layers[0] + 1], dtype=np.float32)
-        for layer in self.layers[1:]:
-            total = total + tables[layer + 1]
-        return total / np.float32(len(self.layers))
+        tables = avg_tables(self.model)  # float32: row 0 is layer -1
+        return mean_of_layers(tables[layer + 1] for layer in self.layers)
 
     def vectors(self, token_ids: np.ndarray) -> np.ndarray:
         tables = avg_tables(self.model)
-        total = np.asarray(tables[self.layers[0] + 1][token_ids], dtype=np.float32)
-        for layer in self.layers[1:]:
-            total = total + tables[layer + 1][token_ids]
-        return total / np.float32(len(self.layers))
+        return mean_of_layers(tables[layer + 1][token_ids] for layer in self.layers)
 
 
 @dataclass(frozen=True, eq=False)
@@ -283,14 +305,20 @@ class MixedTokens:
     """v = (1 − w)·v_contextual + w·v_static per token (Eq. 10, BERT+Avg); ``w`` may be negative."""
 
     contextual: ContextualTokens
-    static: StaticTokens
+    static_part: StaticTokens
     w: float
+    static = False
+    streams = True
 
     @property
     def model(self) -> LoadedModel:
         return self.contextual.model
 
+    def mix(self, matrix: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
+        """(1 − w)·``matrix`` + w·(the static vectors of ``token_ids``): Eq. 10, its one home."""
+        w = np.float32(self.w)
+        return (1 - w) * matrix + w * self.static_part.vectors(token_ids)
+
     def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
         flat, matrix = self.contextual.token_vectors(texts, batch_size, show_progress_bar)
-        w = np.float32(self.w)
-        return flat, (1 - w) * matrix + w * self.static.vectors(flat.token_ids)
+        return flat, self.mix(matrix, flat.token_ids)

@@ -20,8 +20,7 @@ from collections.abc import Iterable, Sequence
 
 from embedlab.errors import InputError
 from embedlab.evaluation.records import CI_KEYS, RECORD_KEYS, Record
-
-FORMATS = ("table", "markdown", "json", "csv")
+from embedlab.results.formats import FORMATS
 # json / csv output of records: every key, the metric's unit and the interval fields
 RECORD_COLUMNS = (*RECORD_KEYS, "unit", *CI_KEYS)
 EMPTY = "(no results)"

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from embedlab.data.corpus import Corpus
-from embedlab.engines.fitting import fit_parts, fittable_parts, needs_corpus_fit, restore_parts
 from embedlab.engines.shards import MANIFEST_NAME, OutputFolder, sha256_file
 from embedlab.errors import InputError, UnknownNameError
 from embedlab.methods.base import EmbeddingMethod, VectorMethod
@@ -98,19 +97,19 @@ def _fitted_states(folder: Path, spec: str) -> list[bytes]:
 
 def _fit(method: EmbeddingMethod, fit_texts: list[str] | None, fitted: dict[str, list[bytes]], batch_size: int) -> None:
     """Give every fittable part its state before the first request (see the module docstring)."""
-    if not fittable_parts(method):
+    if not method.fittable:
         return
     if method.spec in fitted:
-        restore_parts(method, fitted[method.spec])
-    elif needs_corpus_fit(method):
+        method.restore(fitted[method.spec])
+    elif method.fits_on_target:
         if fit_texts is None:
             raise InputError(
                 f"{method.spec} fits statistics on its target texts (weights=idf-target, or a post= step without @ref): "
                 "served as it is, each batch of requests would be fitted on itself. Fit it once: --fit-on FILE (the texts "
                 "to fit on), or --fitted FOLDER (the shard folder of `embedlab embed SPEC --input ... --out FOLDER`)")
-        fit_parts(method, fit_texts, batch_size)
+        method.fit_for_corpus(fit_texts, batch_size)
     else:
-        fit_parts(method, [NEUTRAL_FIT_TEXT], batch_size)
+        method.fit_for_corpus([NEUTRAL_FIT_TEXT], batch_size)
 
 
 def load_served(specs: Sequence[str], aliases: dict[str, str] | None = None, *, fit_on: str | None = None,

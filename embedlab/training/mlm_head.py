@@ -236,7 +236,7 @@ def train_head(
     trained_accuracy = head_accuracy(head, valid_hidden, valid_labels)
     metadata = {
         "model": config.model,
-        "model_fingerprint": masked_lm.weights_fingerprint or masked_lm.fingerprint,
+        "model_fingerprint": masked_lm.transformer_fingerprint or masked_lm.fingerprint,
         "config": config.as_json(),
         "command": command,
         "valid_masked_positions": str(len(valid_labels)),

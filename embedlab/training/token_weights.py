@@ -192,14 +192,14 @@ def train_token_weights(
     record = {
         "command": reproducing_command(config, out),
         "config": asdict(config),
-        "model_fingerprint": loaded.weights_fingerprint or loaded.fingerprint,
+        "model_fingerprint": loaded.transformer_fingerprint or loaded.fingerprint,
         "vocab_size": vocab_size,
         "sentences": len(corpus),
         "resumed_from_step": start,
         "losses_this_run_first_last_20": [float(np.mean(losses[:20])) if losses else None, float(np.mean(losses[-20:])) if losses else None],
         "parameterisation": "w = softplus(theta), theta0 = log(e - 1) so w0 = 1",
     }
-    write_weights(out, weights, loaded.weights_fingerprint or loaded.fingerprint, record)
+    write_weights(out, weights, loaded.transformer_fingerprint or loaded.fingerprint, record)
     return weights
 
 

@@ -83,7 +83,7 @@ def test_integer_json_ids_and_blank_json_lines(tmp_path):
 def test_format_by_suffix_and_by_name():
     assert [corpus_format(name) for name in ("a.jsonl", "a.json", "a.CSV", "a.tsv", "a.parquet", "a.txt", "notes")] == [
         "jsonl", "jsonl", "csv", "tsv", "parquet", "txt", "txt"]
-    assert corpus_format("a.txt", "jsonl") == "jsonl" and corpus_format("a.jsonl", "lines") == "txt"
+    assert corpus_format("a.txt", "jsonl") == "jsonl" and corpus_format("a.jsonl", "txt") == "txt"
 
 
 def test_identity_changes_when_the_file_does(tmp_path, sentences):

@@ -76,8 +76,8 @@ def test_minilm_on_stsb_slice(minilm_method, tmp_path: Path) -> None:  # noqa: F
     file = tmp_path / "slice.tsv"
     file.write_text(rows + "\n")
     records = {r.metric: r.value for r in STSTask("slice", path=str(file)).run(minilm_method)}
-    a = minilm_method.encode(data.first[:80], normalize=True)
-    b = minilm_method.encode(data.second[:80], normalize=True)
+    a = minilm_method.encode(data.first[:80], normalize_embeddings=True)
+    b = minilm_method.encode(data.second[:80], normalize_embeddings=True)
     from scipy.stats import spearmanr
 
     expected = spearmanr(np.sum(a * b, axis=1), data.scores[:80]).statistic

@@ -14,7 +14,7 @@ import pytest
 from bert_score import score as package_score
 
 import embedlab
-from embedlab.matching import bertscore as bertscore_module
+from embedlab.matching import bertscore_baselines, bertscore_scoring
 from embedlab.models import load_model, resolve_model_path
 from embedlab.tokens.store import TokenStateStore, store_for
 from mlm_helpers import TOKENIZER_FILES
@@ -105,8 +105,8 @@ def test_rescaling_equals_the_package_with_the_same_baseline_file(pairs, tmp_pat
 
 def test_packaged_minilm_baseline_is_used_and_recorded(pairs):
     model = load_model("minilm")
-    found = bertscore_module.check_baseline_source(model, 6, None)
-    assert isinstance(found, bertscore_module.Baseline)
+    found = bertscore_baselines.check_baseline_source(model, 6, None)
+    assert isinstance(found, bertscore_baselines.Baseline)
     assert found.provenance["pairs"] >= 1000 and "WikiText-2" in found.provenance["corpus"]
     assert np.all((0 < found.values) & (found.values < 1))
     cands, refs = pairs[0][:10], pairs[1][:10]
@@ -127,12 +127,12 @@ def test_built_baseline_is_the_package_mean_over_its_pairs(tmp_path, monkeypatch
     folder = tmp_path / "tiny"
     tiny_bert(folder)
     model = load_model(str(folder))
-    built = bertscore_module.build_baselines(model, [1, 2], pairs=96, seed=3)
-    chosen = bertscore_module.baseline_pairs(bertscore_module.baseline_sentences(model), 96, 3)
+    built = bertscore_baselines.build_baselines(model, [1, 2], pairs=96, seed=3)
+    chosen = bertscore_baselines.baseline_pairs(bertscore_baselines.baseline_sentences(model), 96, 3)
     for layer in (1, 2):
         expected = package_score([a for a, _ in chosen], [b for _, b in chosen], model_type=str(folder), num_layers=layer, nthreads=0)
         np.testing.assert_allclose(built[layer].values, [float(part.mean()) for part in expected], atol=1e-5)
-        record = json.loads((tmp_path / "cache" / "bertscore_baselines" / bertscore_module.baseline_name(model, layer)).read_text())
+        record = json.loads((tmp_path / "cache" / "bertscore_baselines" / bertscore_baselines.baseline_name(model, layer)).read_text())
         assert record["pairs"] == 96 and record["seed"] == 3 and record["layer"] == layer
         assert record["model_fingerprint"] == model.fingerprint and "WikiText-2 train" in record["corpus"]
 
@@ -165,15 +165,15 @@ def test_scores_idf_and_padding_floors_by_hand():
     # c1's best match is r0 (80° apart); r1's best is c1 (100°), r2's best is c0 (110°): both negative
     precision = cos(80.0)  # c0 ([CLS]) weighs 0
     recall = (1 * cos(100.0) + 3 * cos(110.0)) / 4
-    got = bertscore_module.precision_recall_f1(cand, ref)
+    got = bertscore_scoring.precision_recall_f1(cand, ref)
     np.testing.assert_allclose(got, [precision, recall, 2 * precision * recall / (precision + recall)], atol=1e-6)
-    floored = bertscore_module.precision_recall_f1(cand, ref, floor_recall=True)  # negative maxima meet padding: 0
+    floored = bertscore_scoring.precision_recall_f1(cand, ref, floor_recall=True)  # negative maxima meet padding: 0
     assert floored[1] == pytest.approx(0.0, abs=1e-7) and floored[2] == 0.0
     # the package pads each batch to its longest candidate and reference
-    floor_p, floor_r = bertscore_module.padding_floors([3, 5, 5, 2], [4, 4, 6, 1], batch_size=3)
+    floor_p, floor_r = bertscore_scoring.padding_floors([3, 5, 5, 2], [4, 4, 6, 1], batch_size=3)
     assert floor_p.tolist() == [True, True, False, False] and floor_r.tolist() == [True, False, False, False]
     # idf over M = 3 references: log((M + 1) / (df + 1)), log(M + 1) for an unseen token
-    idf = bertscore_module.reference_idf([np.array([101, 5, 6, 102]), np.array([101, 5, 102]), np.array([101, 7, 7, 102])], 110)
+    idf = bertscore_scoring.reference_idf([np.array([101, 5, 6, 102]), np.array([101, 5, 102]), np.array([101, 7, 7, 102])], 110)
     assert idf[101] == idf[102] == 0.0
     np.testing.assert_allclose(idf[[5, 6, 7, 8]], np.log([4 / 3, 4 / 2, 4 / 2, 4 / 1]))
 

@@ -99,4 +99,4 @@ def test_packaged_minilm_weights(minilm):
     assert weights.shape == (len(minilm.tokenizer),) and weights.dtype == np.float32
     ids = minilm.tokenizer.convert_tokens_to_ids(["not", "the", "guitar"])
     assert weights[ids[0]] > 0.1  # negation keeps weight (the paper's motivating example)
-    assert record["model_fingerprint"] == minilm.weights_fingerprint
+    assert record["model_fingerprint"] == minilm.transformer_fingerprint

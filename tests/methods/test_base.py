@@ -7,6 +7,7 @@ import torch
 from sentence_transformers import SentenceTransformer, util
 
 import embedlab
+from embedlab.errors import InputTypeError
 from embedlab.models import resolve_model_path
 
 
@@ -56,7 +57,9 @@ def test_result_types_follow_sentence_transformers():
     assert vectors.flags.c_contiguous and vectors.dtype == np.float32
     listed = method.encode(texts, convert_to_numpy=False)
     assert isinstance(listed, list) and len(listed) == 2 and listed[0].shape == (method.dimension,)
-    np.testing.assert_array_equal(method.encode(texts, normalize=True), method.encode(texts, normalize_embeddings=True))
+    np.testing.assert_allclose(np.linalg.norm(method.encode(texts, normalize_embeddings=True), axis=1), 1.0, rtol=1e-6)
+    with pytest.raises(InputTypeError, match="unsupported keyword.*normalize"):  # embedlab's old alias; sentence-transformers has none
+        method.encode(texts, normalize=True)
     np.testing.assert_array_equal(method.encode("one text"), vectors[0])
     np.testing.assert_allclose(method.similarity(vectors[0], vectors).numpy(), [[1.0, method.similarity_pairs([tuple(texts)])[0]]], atol=1e-6)
     assert method.similarity(np.zeros(method.dimension), vectors).abs().max() == 0  # a zero vector has cosine 0

@@ -9,8 +9,8 @@ def test_concatenation_is_unit_norm_and_ordered(sts_sentences):
     vectors = both.encode(sts_sentences[:4])
     assert vectors.shape == (4, 768) and both.dimension == 768
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1, rtol=1e-5)
-    first = embedlab.load("minilm").encode(sts_sentences[:4], normalize=True)
-    second = embedlab.load("random:minilm").encode(sts_sentences[:4], normalize=True)
+    first = embedlab.load("minilm").encode(sts_sentences[:4], normalize_embeddings=True)
+    second = embedlab.load("random:minilm").encode(sts_sentences[:4], normalize_embeddings=True)
     np.testing.assert_allclose(vectors * np.sqrt(2), np.hstack([first, second]), atol=1e-5)
 
 

@@ -10,7 +10,7 @@ from embedlab.models import load_model, resolve_model_path
 
 
 def test_minilm_equals_sentence_transformers(sts_sentences):
-    ours = embedlab.load("minilm").encode(sts_sentences, batch_size=16, normalize=True)
+    ours = embedlab.load("minilm").encode(sts_sentences, batch_size=16, normalize_embeddings=True)
     reference = SentenceTransformer(str(resolve_model_path("minilm"))).encode(sts_sentences, batch_size=16)
     assert ours.dtype == np.float32 and ours.shape == (len(sts_sentences), 384)
     assert np.einsum("ij,ij->i", ours, reference).min() >= 0.9999
@@ -98,7 +98,7 @@ def test_reference_fitted_post_processing(monkeypatch, sts_sentences):
 def test_similarity_is_the_cosine(sts_sentences):
     method = embedlab.load("minilm")
     pairs = [(sts_sentences[0], sts_sentences[1]), (sts_sentences[2], sts_sentences[3])]
-    vectors = method.encode(sts_sentences[:4], normalize=True)
+    vectors = method.encode(sts_sentences[:4], normalize_embeddings=True)
     np.testing.assert_allclose(method.similarity_pairs(pairs), [vectors[0] @ vectors[1], vectors[2] @ vectors[3]], atol=1e-5)
 
 

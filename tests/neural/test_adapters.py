@@ -14,7 +14,7 @@ import torch
 
 from embedlab import runtime
 from embedlab.neural.adapters import AdapterError, head_layout
-from embedlab.neural.batched import BatchedTop
+from embedlab.neural.top import BatchedTop
 from embedlab.neural.head import HeadError, load_masked_lm
 from conformance.tiny_models import VOCAB, build_tiny, save_tiny_tokenizer
 

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from embedlab.neural.batched import BatchedAdamW, chunk_texts, frozen_features
-from embedlab.neural.frozen import same_shape_batches
+from embedlab.neural.adamw import BatchedAdamW
+from embedlab.neural.candidate_epochs import chunk_texts
+from embedlab.neural.frozen import frozen_features, same_shape_batches
 from embedlab.neural.inputs import BLUEPRINTS, text_inputs
-from embedlab.neural.family import embed_texts
+from embedlab.neural.tuning import embed_texts
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
 
 

@@ -17,7 +17,8 @@ from embedlab.neural.candidates import (
     residual_logit,
     top_ids,
 )
-from embedlab.neural.family import NeuralEmbedder, embed_texts
+from embedlab.neural.family import NeuralEmbedder
+from embedlab.neural.tuning import embed_texts
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
 
 

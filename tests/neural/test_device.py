@@ -13,7 +13,8 @@ import torch
 
 from embedlab.neural import batched, device, tuning
 from embedlab.neural import frozen as frozen_module
-from embedlab.neural.family import NeuralEmbedder, embed_texts, embed_texts_variants, masked_lm_on
+from embedlab.neural.family import NeuralEmbedder
+from embedlab.neural.tuning import embed_texts, embed_texts_variants, masked_lm_on
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
 
 HEAD = tuple(resolve_parameter_names("head", 6))

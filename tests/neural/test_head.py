@@ -55,7 +55,7 @@ def test_shipped_minilm_head(tmp_path) -> None:
     assert file.stat().st_size < 2_000_000
     tensors, metadata = read_head_file(file)
     assert set(tensors) == set(HEAD_TENSOR_NAMES)
-    assert metadata["model_fingerprint"] == loaded.weights_fingerprint
+    assert metadata["model_fingerprint"] == loaded.transformer_fingerprint
     assert metadata["command"].startswith("embedlab mlm-head train minilm")
     assert float(metadata["trained_top1"]) > float(metadata["untrained_top1"]) + 0.1
     sidecar = json.loads(file.with_suffix(".json").read_text())

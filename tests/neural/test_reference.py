@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from embedlab.neural.family import embed_texts
+from embedlab.neural.tuning import embed_texts
 from embedlab.neural.inputs import text_inputs
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
 from embedlab.neural.reference import micro_tune_reference, text_seed

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from conformance.tiny_models import build_tiny
-from embedlab.neural.family import NeuralEmbedder, embed_texts
+from embedlab.neural.family import NeuralEmbedder
+from embedlab.neural.tuning import embed_texts
 from embedlab.neural.frozen import same_shape_batches
 from embedlab.neural.head import load_masked_lm
 from embedlab.neural.inputs import BLUEPRINTS, causal_text_inputs, text_inputs

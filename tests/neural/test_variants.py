@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from embedlab.neural.family import embed_texts
+from embedlab.neural.tuning import embed_texts
 from embedlab.neural.options import NeuralOptions, block_vectors, resolve_parameter_names
 from embedlab.neural.variants import VARIANTS, shared_run_variants, weight_change_embedding
 

@@ -39,7 +39,7 @@ def test_static_stages_equal_the_spec(minilm, sts_sentences):
 def test_a_method_is_its_specs_stages(minilm):
     method = embedlab.load("bert+avg:minilm,layers=1,w=0.25,filter=biases,pool=cls,post=whiten@ref")
     pipeline = method.pipeline
-    assert pipeline.source.w == 0.25 and pipeline.source.contextual.layers == (1,) and pipeline.source.static.layers == (1,)
+    assert pipeline.source.w == 0.25 and pipeline.source.contextual.layers == (1,) and pipeline.source.static_part.layers == (1,)
     assert pipeline.selection.include_special and pipeline.selection.weighting == "none"
     np.testing.assert_array_equal(pipeline.selection.excluded_vocab, excluded_vocabulary(minilm.tokenizer, "frequent+punct+subword"))
     assert pipeline.aggregation == "cls" and pipeline.post == (("whiten", True),)

@@ -10,6 +10,8 @@ from sklearn.preprocessing import QuantileTransformer
 import embedlab
 
 from embedlab.pooling.postprocess import (
+    STEP_NAMES,
+    STEPS,
     AllButTheTop,
     Chain,
     Normalize,
@@ -108,13 +110,38 @@ def test_normalize_makes_unit_vectors(vectors):
     np.testing.assert_allclose(np.linalg.norm(Normalize().transform(vectors), axis=1), 1, rtol=1e-6)
 
 
-def test_chain_state_round_trips_without_pickle(vectors, tmp_path):
-    chain = Chain([make_step(name) for name in ("zscore", "quantile-u", "abtt-2", "whiten", "normalize")])
+def _registered_names() -> list[str]:
+    """One spec name of every registered step (abtt-D as abtt-2)."""
+    return [spelling.replace("-D", "-2") for kind in STEPS for spelling in kind.spellings]
+
+
+def test_every_registered_step_has_a_help_line_and_is_made_from_its_spelling():
+    assert STEP_NAMES == ("zscore", "quantile-u", "quantile-n", "whiten", "abtt-D", "normalize")
+    for kind in STEPS:
+        for spelling, help_line in kind.spellings.items():
+            assert help_line.strip() and "\n" not in help_line, spelling
+            step = make_step(spelling.replace("-D", "-2"))
+            assert isinstance(step, kind) and step.name == spelling.replace("-D", "-2")
+
+
+def test_every_registered_step_round_trips_through_a_saved_chain_without_pickle(vectors, tmp_path):
+    names = _registered_names()
+    chain = Chain([make_step(name) for name in names])
     out = chain.fit_transform(vectors)
     chain.save(tmp_path / "chain.safetensors")
     loaded = Chain.load(tmp_path / "chain.safetensors")
     np.testing.assert_array_equal(loaded.transform(vectors), out)
-    assert [step.name for step in loaded.steps] == ["zscore", "quantile-u", "abtt-2", "whiten", "normalize"]
+    assert [step.name for step in loaded.steps] == names
+
+
+@pytest.mark.parametrize("name", _registered_names())
+def test_a_fitted_step_is_affine_exactly_when_it_says_so(vectors, name):
+    # an affine map keeps affine combinations: f(a·x + (1 - a)·y) = a·f(x) + (1 - a)·f(y)
+    step = make_step(name).fit(vectors)
+    x, y = (np.random.default_rng(1).normal(size=(2, 40, 8)) * 4 + 3).astype(np.float32)
+    combined = step.transform(0.3 * x + 0.7 * y).astype(np.float64)
+    mixed = 0.3 * step.transform(x).astype(np.float64) + 0.7 * step.transform(y).astype(np.float64)
+    assert np.allclose(combined, mixed, rtol=1e-4, atol=1e-4 * np.abs(mixed).max()) == step.affine
 
 
 def test_parse_chain():
