@@ -85,6 +85,9 @@ def _cmd_bertscore(args: argparse.Namespace) -> int:
     from embedlab.matching.bertscore import bertscore, resolve_layer
     from embedlab.models import load_model
 
+    from embedlab.runtime.outputs import check_output_file, write_output_text
+
+    out = check_output_file(Path(args.out), inputs=(args.cands, args.refs, args.baseline)) if args.out else None
     cands, refs = read_lines(Path(args.cands), "candidates"), read_lines(Path(args.refs), "references")
     if len(cands) != len(refs):
         raise InputError(f"{args.cands} has {len(cands)} lines but {args.refs} has {len(refs)}: one reference per candidate")
@@ -94,11 +97,9 @@ def _cmd_bertscore(args: argparse.Namespace) -> int:
     layer = resolve_layer(model, args.layer)
     precision, recall, f1 = bertscore(cands, refs, model=model, layer=layer, idf=args.idf, rescale=args.rescale,
                                       batch_size=args.batch_size, baseline=args.baseline)
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
+    if out is not None:
         rows = ["line\tP\tR\tF1"] + [f"{line}\t{p:.6f}\t{r:.6f}\t{f:.6f}" for line, (p, r, f) in enumerate(zip(precision, recall, f1), start=1)]
-        out.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        write_output_text(out, "\n".join(rows) + "\n")
         print(f"wrote {len(cands)} lines to {out}", file=sys.stderr)
     setting = f"{args.model} L{layer} {'idf' if args.idf else 'no-idf'}{' rescaled' if args.rescale else ''}"
     print(f"{setting}: P: {np.mean(precision):.6f} R: {np.mean(recall):.6f} F1: {np.mean(f1):.6f}")

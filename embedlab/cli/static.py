@@ -12,6 +12,7 @@ from pathlib import Path
 
 from embedlab.cli.arguments import add_quiet
 from embedlab.errors import InputError
+from embedlab.runtime.outputs import output_folder
 
 
 def _cmd_export_static(args: argparse.Namespace) -> int:
@@ -28,7 +29,8 @@ def _cmd_export_static(args: argparse.Namespace) -> int:
     if plan.needs_target_texts and texts is None:
         raise InputError(f"{method.spec} fits statistics on the target texts (idf-target or a post-processing step "
                          "without @ref): give them with --fit-on FILE")
-    config = export_static(method, out, texts)
+    with output_folder(out, inputs=(args.fit_on,)) as staging:  # whole or nothing, one writer at a time
+        config = export_static(method, staging, texts)
     folded = [*plan.affine_steps, *(["token weights/filters"] if plan.token_scales else [])]
     print(f"wrote {out}: {config['embedlab_spec']} as a model2vec model "
           f"(folded: {', '.join(folded) or 'nothing but the table'}; normalize={config['normalize']}). "
