@@ -3,9 +3,13 @@ model folder named by the file's content hash."""
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import json
 import os
 import shutil
+import tempfile
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,12 +17,15 @@ from typing import Any
 
 import torch
 
+from embedlab.models.checks import check_loaded_model
 from embedlab.models.fingerprints import gguf_sha256
 from embedlab.models.named import ModelNotFoundError
-from embedlab.runtime import MissingExtraError, cache_root, cached, process_alive
+from embedlab.runtime import (MissingExtraError, building, cache_root, cached, mark_recomputable, memo, process_alive,
+                              record_cache_write, warn_unwritable)
 
 
-GGUF_FORMAT = "1"  # bump when the converted folder's layout changes: older conversions are then redone
+GGUF_FORMAT = "2"  # bump when the converted folder's layout changes: older conversions are then redone
+_TEMPORARY_CONVERSIONS = memo("models.gguf conversions outside the cache")
 
 
 def gguf_in(path: Path) -> Path | None:
@@ -118,49 +125,129 @@ def _parsed_once(gguf: Path, name: str) -> Iterator[None]:
 def convert_gguf(gguf: Path, name: str) -> Path:
     """The cached float32 model folder of ``gguf``, dequantising it first when it is not cached yet.
 
-    Built in a private staging folder and renamed into place: a reader never sees a half-written folder,
-    and when two processes convert the same file the second rename finds the folder there and its own
-    copy is discarded.
+    The folder is a cache entry like token states: ``source.json`` holds the SHA-256 of its
+    ``model.safetensors``, checked on load (once per file version in a process); a damaged or deleted
+    entry (``cache clear``, eviction under the budget) is converted again with a warning. Built in a
+    private staging folder and renamed into place under a build lock: a reader never sees a half-written
+    folder. A cache that cannot take it (read-only, full) gets one warning and a temporary folder instead.
     """
     target = converted_gguf_folder(gguf)
     for abandoned in target.parent.glob(f".{target.name}.*.staging"):  # left by a converter killed mid-write
         pid = abandoned.name[len(target.name) + 2 : -len(".staging")]
         if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(abandoned, ignore_errors=True)
-    if (target / ".complete").exists():
+    problem = _entry_problem(target)
+    if problem is None:
         return target
-    from transformers import AutoModel, AutoTokenizer
+    if problem != "absent":
+        warnings.warn(f"converted GGUF folder {target} is {problem}; converting {gguf.name} again", RuntimeWarning, stacklevel=2)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with building(target):
+            if _entry_problem(target) is None:  # converted by the process that held the lock meanwhile
+                return target
+            staging = target.with_name(f".{target.name}.{os.getpid()}.staging")
+            try:
+                _convert_into(gguf, name, staging)
+                _put_in_place(staging, target)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    except OSError as error:
+        warn_unwritable(target.parent, error)
+        return _temporary_conversion(gguf, name)
+    record_cache_write(sum(item.stat().st_size for item in target.iterdir()))  # before it may be evicted itself
+    mark_recomputable(target)
+    return target
+
+
+def _entry_problem(target: Path) -> str | None:
+    """None when ``target`` is a complete conversion whose weights match their checksum; else what is wrong."""
+    if not (target / ".complete").exists():
+        return "incomplete (removed or never finished)" if target.exists() else "absent"
+    weights = target / "model.safetensors"
+    try:
+        recorded = json.loads((target / "source.json").read_text()).get("model_sha256")
+        status = weights.stat()
+    except (OSError, ValueError, AttributeError):
+        return "missing its weights or source.json"
+    if _file_sha256(str(weights), status.st_size, status.st_mtime_ns) != recorded:
+        return "damaged (model.safetensors does not match its checksum)"
+    return None
+
+
+@cached("models.converted gguf checksums")
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """:func:`_sha256` remembered per file version (``size`` and ``mtime_ns`` key the memo)."""
+    return _sha256(path)
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _put_in_place(staging: Path, target: Path) -> None:
+    """Rename the finished ``staging`` folder to ``target`` (the caller holds the build lock), replacing a
+    damaged or emptied entry there."""
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(staging, target)
+
+
+def _temporary_conversion(gguf: Path, name: str) -> Path:
+    """A conversion in a temporary folder, once per file and process, removed when the process exits."""
+
+    def convert() -> Path:
+        folder = Path(tempfile.mkdtemp(prefix="embedlab-gguf-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _convert_into(gguf, name, folder / "model")
+        return folder / "model"
+
+    return _TEMPORARY_CONVERSIONS.get(gguf_sha256(gguf), convert)
+
+
+def _has_own_output_head(gguf: Path) -> bool:
+    """Whether the GGUF holds an ``output.weight`` of its own (an untied output head)."""
+    import gguf as gguf_library
+
+    return any(tensor.name == "output.weight" for tensor in gguf_library.GGUFReader(str(gguf)).tensors)
+
+
+def _convert_into(gguf: Path, name: str, staging: Path) -> None:
+    """Dequantise ``gguf`` into the model folder ``staging`` (created here), after checking what it holds."""
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as transformers_logging
     from safetensors.torch import save_file
 
     transformers_logging.disable_progress_bar()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f".{target.name}.{os.getpid()}.staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
-        with _parsed_once(gguf, name):
-            check_gguf(gguf, name)  # usually answered from the check at load; else the one parse of the file
-            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
-            model = AutoModel.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True, dtype=torch.float32)
-        staging.mkdir(parents=True)
-        # save_pretrained refuses a model loaded from GGUF (it counts as quantised); the dequantised weights are
-        # plain float32 tensors, so they are written as one safetensors file next to a config without the
-        # quantisation entry, which makes an ordinary model folder.
-        state = {key: tensor.detach().contiguous() for key, tensor in model.state_dict().items()}
-        save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt"})
-        os.chmod(staging / "model.safetensors", 0o644)  # save_file creates it private; the cache is shared
-        config = model.config
-        if hasattr(config, "quantization_config"):
-            del config.quantization_config
-        config.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        (staging / "source.json").write_text(json.dumps({"gguf": str(gguf), "sha256": gguf_sha256(gguf)}) + "\n")
-        (staging / ".complete").write_text("ok\n")
-        try:
-            os.replace(staging, target)
-        except OSError:
-            if not (target / ".complete").exists():  # not "another process got there first"
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    where = f"model {name!r}: GGUF file {gguf}"
+    with _parsed_once(gguf, name):
+        check_gguf(gguf, name)  # usually answered from the check at load; else the one parse of the file
+        own_head = _has_own_output_head(gguf)
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+        # an untied output.weight is the model's own head: kept (as lm_head.weight) for neural's decoders
+        model_class = AutoModelForCausalLM if own_head else AutoModel
+        model, info = model_class.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True,
+                                                  dtype=torch.float32, output_loading_info=True)
+    check_loaded_model(model, info, tokenizer, where)
+    staging.mkdir(parents=True)
+    # save_pretrained refuses a model loaded from GGUF (it counts as quantised); the dequantised weights are
+    # plain float32 tensors, so they are written as one safetensors file next to a config without the
+    # quantisation entry, which makes an ordinary model folder.
+    state = {key: tensor.detach().contiguous() for key, tensor in model.state_dict().items()}
+    save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt"})
+    os.chmod(staging / "model.safetensors", 0o644)  # save_file creates it private; the cache is shared
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    if own_head:
+        config.tie_word_embeddings = False
+    config.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    weights_sha256 = _sha256(str(staging / "model.safetensors"))
+    (staging / "source.json").write_text(json.dumps({"gguf": str(gguf), "sha256": gguf_sha256(gguf),
+                                                     "model_sha256": weights_sha256}) + "\n")
+    (staging / ".complete").write_text("ok\n")
