@@ -20,7 +20,7 @@ import torch
 from embedlab.models.checks import check_loaded_model
 from embedlab.models.fingerprints import gguf_sha256
 from embedlab.models.named import ModelNotFoundError
-from embedlab.runtime import (MissingExtraError, building, cache_root, cached, mark_recomputable, memo, process_alive,
+from embedlab.runtime import (MissingExtraError, cache_root, cached, mark_recomputable, memo, process_alive,
                               record_cache_write, warn_unwritable)
 
 
@@ -128,8 +128,8 @@ def convert_gguf(gguf: Path, name: str) -> Path:
     The folder is a cache entry like token states: ``source.json`` holds the SHA-256 of its
     ``model.safetensors``, checked on load (once per file version in a process); a damaged or deleted
     entry (``cache clear``, eviction under the budget) is converted again with a warning. Built in a
-    private staging folder and renamed into place under a build lock: a reader never sees a half-written
-    folder. A cache that cannot take it (read-only, full) gets one warning and a temporary folder instead.
+    private staging folder and renamed into place: a reader never sees a half-written folder, and when two
+    processes convert the same file the second finds the first's folder there and discards its own. A cache that cannot take it (read-only, full) gets one warning and a temporary folder instead.
     """
     target = converted_gguf_folder(gguf)
     for abandoned in target.parent.glob(f".{target.name}.*.staging"):  # left by a converter killed mid-write
@@ -141,17 +141,15 @@ def convert_gguf(gguf: Path, name: str) -> Path:
         return target
     if problem != "absent":
         warnings.warn(f"converted GGUF folder {target} is {problem}; converting {gguf.name} again", RuntimeWarning, stacklevel=2)
+    staging = target.with_name(f".{target.name}.{os.getpid()}.staging")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with building(target):
-            if _entry_problem(target) is None:  # converted by the process that held the lock meanwhile
-                return target
-            staging = target.with_name(f".{target.name}.{os.getpid()}.staging")
-            try:
-                _convert_into(gguf, name, staging)
-                _put_in_place(staging, target)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            _convert_into(gguf, name, staging)
+            _put_in_place(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     except OSError as error:
         warn_unwritable(target.parent, error)
         return _temporary_conversion(gguf, name)
@@ -190,11 +188,24 @@ def _sha256(path: str) -> str:
 
 
 def _put_in_place(staging: Path, target: Path) -> None:
-    """Rename the finished ``staging`` folder to ``target`` (the caller holds the build lock), replacing a
-    damaged or emptied entry there."""
+    """Rename the finished ``staging`` folder to ``target``. When two processes convert at once the second
+    finds a whole folder there and its own copy is discarded; a damaged or emptied entry is moved aside
+    (one rename, so no reader sees it half removed) and replaced."""
     if target.exists():
-        shutil.rmtree(target)
-    os.replace(staging, target)
+        if _entry_problem(target) is None:
+            return  # another process got there first
+        aside = target.with_name(f".{target.name}.{os.getpid()}.damaged")
+        shutil.rmtree(aside, ignore_errors=True)
+        try:
+            os.replace(target, aside)
+        except FileNotFoundError:
+            pass  # moved aside by another process meanwhile
+        shutil.rmtree(aside, ignore_errors=True)
+    try:
+        os.replace(staging, target)
+    except OSError:
+        if _entry_problem(target) is not None:  # not "another process got there first"
+            raise
 
 
 def _temporary_conversion(gguf: Path, name: str) -> Path:
