@@ -96,7 +96,7 @@ def _cmd_bertscore(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     layer = resolve_layer(model, args.layer)
     precision, recall, f1 = bertscore(cands, refs, model=model, layer=layer, idf=args.idf, rescale=args.rescale,
-                                      batch_size=args.batch_size, baseline=args.baseline)
+                                      batch_size=args.batch_size, baseline=args.baseline, long_texts=args.long_texts)
     if out is not None:
         rows = ["line\tP\tR\tF1"] + [f"{line}\t{p:.6f}\t{r:.6f}\t{f:.6f}" for line, (p, r, f) in enumerate(zip(precision, recall, f1), start=1)]
         write_output_text(out, "\n".join(rows) + "\n")
@@ -143,6 +143,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--rescale", action="store_true", help="rescale with the baseline: (s - b) / (1 - b) (embedlab's WikiText-2 baselines, not the package's)")
     score.add_argument("--baseline", default=None, help="baseline file in the package's format (LAYER,P,R,F) for --rescale")
     score.add_argument("--batch-size", type=positive_int, default=64, help="texts per model run and pairs per matching batch (default 64, as the package)")
+    score.add_argument("--long-texts", choices=("truncate", "chunk"), default="truncate",
+                       help="truncate: cut each text at the tokenizer's maximum (512 for MiniLM), as the package does "
+                            "(default); chunk: embedlab's extension, every token of a longer text in sentence-packed chunks")
     add_out(score, help="TSV file: line, P, R, F1 of every pair")
     add_quiet(score)
     score.set_defaults(handler=_cmd_bertscore)
