@@ -183,4 +183,8 @@ def run_sequences(model: LoadedModel, sequences: Sequence[ModelSequence], batch_
     batches = length_batches([len(sequence.input_ids) for sequence in sequences], batch_size)
     for positions in progress_bar(batches, desc="token states", disable=not show_progress_bar):
         batch = [sequences[position] for position in positions]
+        if not batch[0].input_ids:  # longest first: only empty texts of a model that adds no token (no forward
+            # pass has a width of 0); they keep empty states, and pooling names the text
+            yield from ((sequence, np.empty((len(layers), 0, model.hidden_size), np.float32)) for sequence in batch)
+            continue
         yield from zip(batch, _batch_states(model, batch, layers))

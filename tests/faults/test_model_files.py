@@ -132,3 +132,15 @@ def test_config_values_of_the_wrong_type_name_the_key(tmp_path, key, value):
     folder = model2vec_folder(tmp_path / "config", lambda size: {"embeddings": np.ones((size, 4), np.float32)}, {key: value})
     with pytest.raises(StaticModelError, match=f"config.json: '{key}' is {value!r}; model2vec reads"):
         load_static_model(str(folder))
+
+
+def test_an_empty_text_alone_on_a_decoder_that_adds_no_token_is_named(tmp_path):
+    """SmolLM2 and GPT-2 add no special token: ``encode([''])`` has nothing to run, which was a torch reshape
+    error; now, as beside other texts, pooling names the text."""
+    import embedlab
+    from decoder_helpers import tiny_decoder
+    from embedlab.errors import InputError
+
+    folder = tiny_decoder(tmp_path / "llama", "llama")  # no BOS, as SmolLM2
+    with pytest.raises(InputError, match="text at index 0 has no tokens"):
+        embedlab.load(f"{folder}:pool=mean").encode([""])
