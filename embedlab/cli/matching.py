@@ -56,6 +56,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
         checkpoint_every=args.checkpoint_every,
     )
     out = Path(args.out) if args.out else learned_weights_path(load_model(args.model))
+    from embedlab.runtime.outputs import check_output_file
+
+    for written in (out, out.with_suffix(".json")):  # checked before training, not after
+        check_output_file(written)
     weights = train_token_weights(config, out, resume=args.resume)
     print(f"wrote {weights.shape[0]} token weights to {out} (record: {out.with_suffix('.json')})", file=sys.stderr)
     return 0

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from embedlab import runtime
+from embedlab.runtime.outputs import check_output_file
 from embedlab.cli.arguments import add_out, add_quiet, non_negative_float, non_negative_int, positive_float, positive_int
 
 if TYPE_CHECKING:  # the training module (and torch) load only when a command runs
@@ -68,6 +69,8 @@ def _train_handler(args: argparse.Namespace) -> int:
         threads=args.threads,
     )
     out = args.out or Path(default_head_filename(args.model))
+    for written in (out, out.with_suffix(".json")):  # checked before the hours of training, not after
+        check_output_file(written)
     command = "embedlab mlm-head train " + " ".join(shlex.quote(part) for part in _reproducing_arguments(config))
     checkpoint_dir = args.checkpoint_dir or cache_dir("mlm_head", "checkpoints")
     try:
