@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from embedlab import runtime
+from embedlab.errors import InputError
 from embedlab.neural.adapters import AdapterError, HeadLayout, head_layout, supported_message
 
 # The head's own tensors (the decoder weight is tied to the word embeddings and not part of the head).
@@ -42,8 +43,9 @@ IGNORE_LABEL = -100  # the label of positions without a prediction (cross-entrop
 _LOADED = runtime.memo("neural.masked_lm")
 
 
-class HeadError(RuntimeError):
-    """A masked-LM head that cannot be found, loaded or matched to its model."""
+class HeadError(InputError, RuntimeError):
+    """A masked-LM head that cannot be found, loaded or matched to its model (the user's input: exit 2; still a
+    ``RuntimeError`` for callers that caught it as one)."""
 
 
 @contextlib.contextmanager
@@ -132,15 +134,18 @@ def install_head(
 
 def read_head_file(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     """Tensors and metadata of a head safetensors file."""
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
 
     if not path.exists():
         raise HeadError(f"head file not found: {path}")
     tensors: dict[str, torch.Tensor] = {}
-    with safe_open(str(path), framework="pt") as handle:
-        metadata = dict(handle.metadata() or {})
-        for key in handle.keys():
-            tensors[key] = handle.get_tensor(key)
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = dict(handle.metadata() or {})
+            for key in handle.keys():
+                tensors[key] = handle.get_tensor(key)
+    except (SafetensorError, OSError) as error:
+        raise HeadError(f"head file {path}: not a readable safetensors file ({error})") from None
     return tensors, metadata
 
 
