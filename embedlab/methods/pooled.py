@@ -30,7 +30,8 @@ from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.errors import InputError
 from embedlab.methods.base import Family, VectorMethod, check_texts
 from embedlab.methods.precision import COMPUTE_OPTIONS, OUTPUT_OPTIONS, check_output, compute_of, output_options
-from embedlab.methods.prompts import ROLE_OPTIONS, prompted_pipeline, role_prompts, user_prompts_digest
+from embedlab.methods.prompts import (ROLE_OPTIONS, prompted_pipeline, role_prompts, user_prompts_digest,
+                                      warn_unusual_pairing)
 from embedlab.models import LoadedModel, ModelTraits, load_model, model_traits
 from embedlab.pooling.aggregation import AGGREGATIONS, FlatTokens
 from embedlab.pooling.pipeline import WEIGHTINGS, PoolingPipeline, TokenSelection
@@ -168,6 +169,7 @@ def check_for_model(model: LoadedModel | ModelTraits, spec: MethodSpec) -> None:
     if pool == "cls" and kind == "decoder":
         raise InputError(f"{spec}: pool=cls takes the first token, which in decoder {name!r} has seen only itself; "
                          "use pool=last (the last token, which has seen the whole text) or pool=mean")
+    warn_unusual_pairing(str(spec), template, pool)
     if pool in ("mask", "mean-no-mask") and template in ("none", "prompteol", "metaeol"):
         hint = "pool=last" if template in ("prompteol", "metaeol") else "a T0–T4 template (mask token) or template=echo"
         raise InputError(f"{spec}: pool={pool} averages the tokens a template marks, and template={template} marks none; use {hint}")
@@ -179,12 +181,12 @@ def _check_limits(name: str, num_layers: int | None, max_length: int | None, spe
     if "layers" in options and num_layers is not None:
         for item in spec.get("layers").split("+"):
             if item != "last" and not -1 <= int(item) <= num_layers:
-                raise ValueError(f"{spec}: layers={spec.get('layers')}: layer {item} is beyond model {name!r}, which has "
+                raise InputError(f"{spec}: layers={spec.get('layers')}: layer {item} is beyond model {name!r}, which has "
                                  f"{num_layers} layers; use layers from -1 to {num_layers} (-1: static token embeddings, "
                                  f"0: embedding output, {num_layers} or last: the last layer), joined by '+'")
     if "truncate" in options and max_length is not None and spec.get("truncate") != "none":
         if int(spec.get("truncate")) > max_length:
-            raise ValueError(f"{spec}: truncate={spec.get('truncate')}: model {name!r} takes at most {max_length} input "
+            raise InputError(f"{spec}: truncate={spec.get('truncate')}: model {name!r} takes at most {max_length} input "
                              f"tokens; use truncate=1 to truncate={max_length}, or leave truncate out (without truncate, "
                              "long texts are split into sentence-packed chunks and nothing is cut)")
 

@@ -80,7 +80,10 @@ def text_sequences(model: LoadedModel, text_index: int, text: str, token_ids: li
     overhead, copies = (template.overhead(tokenizer), template.copies) if template is not None else (0, 1)
     budget = (limit - len(frame_before) - len(frame_after) - overhead) // copies  # echo holds each chunk twice
     if budget < 1:
-        raise InputError(f"template {template.name if template else ''} leaves no room for text in {limit} tokens")
+        what = f"template {template.name} and " if template is not None else ""
+        raise InputError(f"{'truncate' if max_tokens is not None else 'the model input'}={limit}: {what}the "
+                         f"{len(frame_before) + len(frame_after)} special token(s) {model.name} adds leave no room for "
+                         "text; cut at more tokens")
     if len(token_ids) <= budget:
         chunks = [token_ids]
     elif max_tokens is not None:
