@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_float, positive_int
+from embedlab.data import is_blank
 from embedlab.errors import InputError, InputTypeError
 
 
@@ -78,7 +79,7 @@ def read_lines(path: Path, what: str) -> list[str]:
         lines.pop()
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        if is_blank(line):
             raise InputError(f"{path}, line {number}: empty {what[:-1]} (BERTScore is undefined for an empty text)")
     return lines
 

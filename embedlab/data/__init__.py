@@ -24,6 +24,15 @@ def unicode_problem(text: str) -> str | None:
     return None
 
 
+# characters that show nothing and separate nothing: a text of only these (and whitespace) is empty
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` holds nothing to embed: only whitespace and zero-width characters (U+200B …)."""
+    return not text.translate(_INVISIBLE).strip()
+
+
 def json_object(line: str, where: str) -> dict:
     """One JSON-lines record, which must be an object; ``where`` ("file, line 3" or "file:3") starts the
     error message. The one JSON-lines parser of every reader (datasets, user files, corpora)."""

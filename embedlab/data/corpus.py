@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from embedlab.data import DataFormatError, json_object, unicode_problem
+from embedlab.data import DataFormatError, is_blank, json_object, unicode_problem
 from embedlab.data.beir import document_text
 from embedlab.data.reading import special_file_kind
 from embedlab.errors import InputError
@@ -171,8 +171,9 @@ class Corpus:
             file.seek(start[0])
         for offset, number, line in self._decoded_lines(file, start):
             if self.format == "txt":
-                if not line.strip():
-                    raise DataFormatError(f"{self.source}:{number}: empty line (every line is one text; remove blank lines)")
+                if is_blank(line):
+                    raise DataFormatError(f"{self.source}:{number}: empty line (every line is one text; remove blank lines;"
+                                          " zero-width characters alone count as empty)")
                 yield Record(number, line, number, (offset, number))
             elif line.strip():  # JSON lines: a blank line holds no record
                 yield self._json_record(line, number, (offset, number))
@@ -216,8 +217,8 @@ class Corpus:
         problem = unicode_problem(value)
         if problem:
             raise DataFormatError(f"{self.source}:{number}: 'text' has a {problem}")
-        if not value.strip():
-            raise DataFormatError(f"{self.source}:{number}: 'text' is empty")
+        if is_blank(value):
+            raise DataFormatError(f"{self.source}:{number}: 'text' is empty (or only zero-width characters)")
         return value
 
     # -- CSV / TSV --------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from embedlab.data import is_blank
 from embedlab.errors import InputError, InputTypeError
 from embedlab.matching.scoring import TextSide, weighted_mean
 from embedlab.methods.base import check_texts, unit_rows
@@ -47,8 +48,8 @@ def check_pairs(cands: Sequence[str], refs: Sequence[str]) -> tuple[list[str], l
         raise InputError(f"different numbers of candidates ({len(cands)}) and references ({len(refs)})")
     for side, texts in (("candidate", cands), ("reference", refs)):
         for index, text in enumerate(texts):
-            if not text.strip():
-                raise InputError(f"{side} {index} is empty: BERTScore is undefined for an empty text")
+            if is_blank(text):
+                raise InputError(f"{side} {index} is empty (or only zero-width characters): BERTScore is undefined for an empty text")
     return [text.strip() for text in cands], [text.strip() for text in refs]
 
 
