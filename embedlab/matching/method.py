@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save as save_numpy
 
+from embedlab.data import is_blank
 from embedlab.errors import InputError, InputTypeError
 from embedlab.matching.bertscore_scoring import (PACKAGE_BATCH, check_pairs, check_weighted, input_token_ids, package_input_limit,
                                                  package_token_vectors, plain_weights, reference_idf)
@@ -34,6 +35,7 @@ from embedlab.matching.bertscore_scoring import score_sides as score_bertscore_s
 from embedlab.matching.explain import MatchExplanation, explain_pair
 from embedlab.matching.scoring import MODES, SCORES, TextSide, score_sides
 from embedlab.methods.base import EmbeddingMethod, Family, check_texts, unit_rows
+from embedlab.methods.base import check_pairs as check_text_pairs
 from embedlab.methods.pooled import LAYERS_OPTION, POOLED_FAMILY, PooledMethod
 from embedlab.methods.precision import COMPUTE_OPTIONS
 from embedlab.models import LoadedModel
@@ -195,11 +197,11 @@ class MatchingMethod(EmbeddingMethod):
 
     def similarity_pairs(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
         """Matching similarity of each pair (float32, shape (n,)); all unique texts go through one pass."""
-        pairs = list(pairs)
-        for position, pair in enumerate(pairs):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InputTypeError(f"pair at index {position} is not a (text, text) pair")
-            check_texts(list(pair))
+        pairs = check_text_pairs(pairs)
+        for position, pair in enumerate(pairs):  # mode=bertscore names the candidate or reference (check_pairs)
+            if not self.package and any(is_blank(text) for text in pair):  # nothing to match: a score of nothing
+                raise InputError(f"pair at index {position} has an empty text (or only zero-width characters); "
+                                 "token matching needs tokens on both sides")
         if not pairs:
             return np.zeros(0, dtype=np.float32)
         if self.package:
