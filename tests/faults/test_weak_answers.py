@@ -1,0 +1,50 @@
+"""The weak answers of issue 49, item 7, made clear: a text of zero-width characters only is empty, ``match:``
+refuses an empty text instead of scoring ``('', '')``, and ``similarity`` / ``similarity_pairs`` name a
+width mismatch and a pair that is not a pair. None of these runs a model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import embedlab
+from embedlab.data import DataFormatError, is_blank
+from embedlab.data.corpus import Corpus
+from embedlab.errors import InputError, InputTypeError
+
+ZERO_WIDTH = "\u200b\u200d\ufeff"
+
+
+def test_zero_width_characters_alone_are_blank():
+    assert is_blank(ZERO_WIDTH) and is_blank(f" {ZERO_WIDTH}\t") and not is_blank(f"a{ZERO_WIDTH}")
+
+
+def test_a_zero_width_only_line_is_an_empty_line_of_the_input(tmp_path):
+    path = tmp_path / "texts.txt"
+    path.write_text(f"A dog runs.\n{ZERO_WIDTH}\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"texts.txt:2: empty line"):
+        Corpus(str(path), "auto").read_all()
+
+
+def test_match_refuses_an_empty_text_instead_of_scoring_it():
+    method = embedlab.load("match:minilm,weights=none")
+    for pair in (("", ""), ("A dog runs.", ZERO_WIDTH)):
+        with pytest.raises(InputError, match="pair at index 0 has an empty text"):
+            method.similarity_pairs([pair])
+
+
+def test_bertscore_refuses_a_zero_width_only_candidate():
+    with pytest.raises(InputError, match="candidate 0 is empty"):
+        embedlab.bertscore([ZERO_WIDTH], ["A dog runs."])
+
+
+def test_similarity_names_a_width_mismatch():
+    method = embedlab.load("random:minilm")
+    with pytest.raises(InputError, match="emb_a has 3 columns and emb_b 4"):
+        method.similarity(np.ones((2, 3), np.float32), np.ones((2, 4), np.float32))
+
+
+def test_similarity_pairs_names_a_pair_that_is_not_a_pair():
+    method = embedlab.load("random:minilm")
+    with pytest.raises(InputTypeError, match="pair at index 1 is a 1-item tuple, not a"):
+        method.similarity_pairs([("A dog runs.", "A cat sleeps."), ("A dog runs.",)])
