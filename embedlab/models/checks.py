@@ -8,7 +8,8 @@ the file, the tensor and what is wrong (``embedlab`` exits 2 on it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 
 import torch
 
@@ -22,6 +23,24 @@ _SHOWN = 4  # names listed in a message before "and N more"
 
 class ModelFileError(InputError):
     """A model file (weights, GGUF, head, static table) that parses but cannot give correct vectors."""
+
+
+@contextlib.contextmanager
+def quiet_load_report() -> Iterator[None]:
+    """Silence transformers' load report and progress bars while loading: what it reports (missing or
+    mismatched tensors) is checked here and raised as one error instead."""
+    from transformers.utils import logging as hf_logging
+
+    previous = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(previous)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def _listed(names: list[str]) -> str:

@@ -4,6 +4,7 @@ model folder named by the file's content hash."""
 from __future__ import annotations
 
 import atexit
+import errno
 import hashlib
 import json
 import os
@@ -18,7 +19,7 @@ from typing import Any
 
 import torch
 
-from embedlab.models.checks import ModelFileError, check_loaded_model
+from embedlab.models.checks import ModelFileError, check_loaded_model, quiet_load_report
 from embedlab.models.fingerprints import gguf_sha256
 from embedlab.models.named import ModelNotFoundError
 from embedlab.runtime import (MissingExtraError, cache_root, cached, mark_recomputable, memo, process_alive,
@@ -267,7 +268,7 @@ def _convert_into(gguf: Path, name: str, staging: Path) -> None:
 
     transformers_logging.disable_progress_bar()
     where = f"model {name!r}: GGUF file {gguf}"
-    with _parsed_once(gguf, name):
+    with _parsed_once(gguf, name), quiet_load_report():
         check_gguf(gguf, name)  # usually answered from the check at load; else the one parse of the file
         own_head = _has_own_output_head(gguf)
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
@@ -281,7 +282,10 @@ def _convert_into(gguf: Path, name: str, staging: Path) -> None:
     # plain float32 tensors, so they are written as one safetensors file next to a config without the
     # quantisation entry, which makes an ordinary model folder.
     state = {key: tensor.detach().contiguous() for key, tensor in model.state_dict().items()}
-    save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt"})
+    try:
+        save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt"})
+    except Exception as error:  # noqa: BLE001 - safetensors reports a failed write (a full disk) as its own type
+        raise OSError(errno.EIO, f"could not write the converted weights ({error})", str(staging)) from None
     os.chmod(staging / "model.safetensors", 0o644)  # save_file creates it private; the cache is shared
     config = model.config
     if hasattr(config, "quantization_config"):

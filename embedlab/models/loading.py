@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from embedlab.errors import InputError
-from embedlab.models.checks import check_loaded_model
+from embedlab.models.checks import check_loaded_model, quiet_load_report
 from embedlab.models.fingerprints import gguf_sha256, model_fingerprint, weight_files, weights_fingerprint
 from embedlab.models.gguf import check_gguf, convert_gguf, converted_gguf_folder, gguf_header, gguf_in
 from embedlab.models.named import NAMED_MODELS, STATIC_MODELS, ModelNotFoundError, check_installed, unknown_model_message
@@ -237,7 +237,8 @@ def _load_model(name: str, device: str | None, compute: str) -> LoadedModel:
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # the per-tensor loading bar is noise for a local folder
-    model, info = AutoModel.from_pretrained(path, local_files_only=True, dtype=TORCH_DTYPES[compute], output_loading_info=True)
+    with quiet_load_report():  # its report is checked just below and raised as one error
+        model, info = AutoModel.from_pretrained(path, local_files_only=True, dtype=TORCH_DTYPES[compute], output_loading_info=True)
     check_loaded_model(model, info, tokenizer, f"model {name!r} ({path})")
     model.eval()
     # dynamic int8 kernels are CPU kernels: an int8 model stays on the CPU whatever the default device

@@ -18,9 +18,7 @@ Loaded models are kept in the runtime memo ``neural.masked_lm`` (one per model a
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +26,7 @@ import torch
 
 from embedlab import runtime
 from embedlab.errors import InputError
+from embedlab.models.checks import quiet_load_report as _quiet_transformers
 from embedlab.neural.adapters import AdapterError, HeadLayout, head_layout, supported_message
 
 # The head's own tensors (the decoder weight is tied to the word embeddings and not part of the head).
@@ -46,23 +45,6 @@ _LOADED = runtime.memo("neural.masked_lm")
 class HeadError(InputError, RuntimeError):
     """A masked-LM head that cannot be found, loaded or matched to its model (the user's input: exit 2; still a
     ``RuntimeError`` for callers that caught it as one)."""
-
-
-@contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """Silence transformers' load report (we inspect the loading info ourselves)."""
-    from transformers.utils import logging as hf_logging
-
-    previous = hf_logging.get_verbosity()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(previous)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 def head_hash(model: torch.nn.Module, names: tuple[str, ...] = HEAD_TENSOR_NAMES) -> str:

@@ -31,10 +31,11 @@ def gguf_files(tmp_path_factory):
             "head": tiny_gguf(folder / "head" / "tiny.gguf", output_head=True)[0]}
 
 
-def test_a_gguf_missing_a_tensor_is_refused_naming_it(gguf_files, isolated_cache):
+def test_a_gguf_missing_a_tensor_is_refused_naming_it(gguf_files, isolated_cache, capfd):
     with pytest.raises(ModelFileError, match=r"tiny.gguf lacks 1 tensor.*layers\.1\.self_attn\.q_proj\.weight.*random"):
         convert_gguf(gguf_files["missing"], "tiny")
     assert not converted_gguf_folder(gguf_files["missing"]).exists()  # nothing random was cached
+    assert "MISSING" not in capfd.readouterr().err  # the one error, not transformers' report beside it
 
 
 def test_a_damaged_or_deleted_conversion_is_converted_again_with_a_warning(gguf_files, isolated_cache):
