@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_float, positive_int
-from embedlab.data import is_blank
+from embedlab.data import encoding_hint, is_blank
 from embedlab.errors import InputError, InputTypeError
 
 
@@ -73,7 +73,7 @@ def read_lines(path: Path, what: str) -> list[str]:
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+        raise InputError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start}){encoding_hint(path.read_bytes()[:2])}") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

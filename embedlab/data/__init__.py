@@ -24,6 +24,15 @@ def unicode_problem(text: str) -> str | None:
     return None
 
 
+def encoding_hint(first_bytes: bytes) -> str:
+    """What a file that is not UTF-8 most likely is, from its first bytes ("" when nothing is recognised)."""
+    if first_bytes.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "; it starts with a UTF-16 byte-order mark: save it as UTF-8"
+    if first_bytes.startswith(b"\x1f\x8b"):
+        return "; it is gzip-compressed (starts with 1f 8b): decompress it first (gunzip)"
+    return ""
+
+
 # characters that show nothing and separate nothing: a text of only these (and whitespace) is empty
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from embedlab.data import DataFormatError, is_blank, json_object, unicode_problem
+from embedlab.data import DataFormatError, encoding_hint, is_blank, json_object, unicode_problem
 from embedlab.data.beir import document_text
 from embedlab.data.reading import special_file_kind
 from embedlab.errors import InputError
@@ -187,7 +187,8 @@ class Corpus:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as error:
-                raise DataFormatError(f"{self.source}:{number}: not valid UTF-8 ({error.reason} at byte {error.start})") from None
+                hint = encoding_hint(raw) if number == 1 else ""
+                raise DataFormatError(f"{self.source}:{number}: not valid UTF-8 ({error.reason} at byte {error.start}){hint}") from None
             if number == 1:
                 line = line.removeprefix("\ufeff")  # a byte-order mark is not part of the first text
             line = line.rstrip("\r\n")

@@ -48,3 +48,14 @@ def test_similarity_pairs_names_a_pair_that_is_not_a_pair():
     method = embedlab.load("random:minilm")
     with pytest.raises(InputTypeError, match="pair at index 1 is a 1-item tuple, not a"):
         method.similarity_pairs([("A dog runs.", "A cat sleeps."), ("A dog runs.",)])
+
+
+@pytest.mark.parametrize("payload, hint", [
+    ("A dog runs.\n".encode("utf-16"), "UTF-16 byte-order mark: save it as UTF-8"),
+    (__import__("gzip").compress(b"A dog runs.\n"), "gzip-compressed"),
+])
+def test_a_utf16_or_gzip_input_is_named_as_such(tmp_path, payload, hint):
+    path = tmp_path / "texts.txt"
+    path.write_bytes(payload)
+    with pytest.raises(DataFormatError, match=f"texts.txt:1: not valid UTF-8.*{hint}"):
+        Corpus(str(path), "auto").read_all()
