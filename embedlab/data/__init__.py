@@ -42,13 +42,27 @@ def is_blank(text: str) -> bool:
     return not text.translate(_INVISIBLE).strip()
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    row = dict(pairs)
+    if len(row) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return row
+
+
 def json_object(line: str, where: str) -> dict:
     """One JSON-lines record, which must be an object; ``where`` ("file, line 3" or "file:3") starts the
     error message. The one JSON-lines parser of every reader (datasets, user files, corpora)."""
     try:
-        row = json.loads(line)
+        row = json.loads(line, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as error:
         raise DataFormatError(f"{where}: not valid JSON ({error.msg})") from None
+    except _DuplicateKey as duplicate:  # json keeps the last silently: which text was meant is a guess
+        raise DataFormatError(f"{where}: the key {duplicate.args[0]!r} appears twice in one object") from None
     if not isinstance(row, dict):
         raise DataFormatError(f"{where}: expected a JSON object, found {type(row).__name__}")
     return row

@@ -235,6 +235,9 @@ class Corpus:
         header = [name.strip().lower() for name in next(csv.reader([first[2]], **self._dialect()), [])]
         if "text" not in header:
             raise DataFormatError(f"{self.source}:1: the header row {first[2][:80]!r} has no 'text' column")
+        for name in ("text", "id"):
+            if header.count(name) > 1:  # which of them holds the texts would be a guess
+                raise DataFormatError(f"{self.source}:1: the header row names the {name!r} column {header.count(name)} times")
         return header, (first[0], first[1])
 
     def _table_records(self, file: BinaryIO, start: Position, header: list[str]) -> Iterator[Record]:

@@ -59,3 +59,14 @@ def test_a_utf16_or_gzip_input_is_named_as_such(tmp_path, payload, hint):
     path.write_bytes(payload)
     with pytest.raises(DataFormatError, match=f"texts.txt:1: not valid UTF-8.*{hint}"):
         Corpus(str(path), "auto").read_all()
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("texts.jsonl", '{"text": "A dog runs.", "text": "A cat sleeps."}\n', r"texts.jsonl:1: the key 'text' appears twice"),
+    ("texts.csv", "text,id,text\nA dog runs.,1,A cat sleeps.\n", r"texts.csv:1: the header row names the 'text' column 2 times"),
+])
+def test_a_duplicate_text_key_or_column_is_refused(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(DataFormatError, match=message):
+        Corpus(str(path), "auto").read_all()
