@@ -158,3 +158,12 @@ def test_an_out_folder_that_takes_no_file_names_out(capsys):
     with pytest.raises(OSError, match="--out /proc/x.tsv cannot be written"):
         outputs.check_output_file(Path("/proc/x.tsv"))
     assert os.path.exists("/proc")
+
+
+def test_embed_out_on_a_read_only_file_system_names_out(tmp_path, capsys):
+    """sysfs takes no new files, even from root: the error names --out, not the probe file of the check."""
+    texts = tmp_path / "texts.txt"
+    texts.write_text("A dog runs.\n")
+    assert main(["embed", "random:minilm", "--input", str(texts), "--out", "/sys/embedlab-vectors.npy", "--quiet"]) != 0
+    error = capsys.readouterr().err
+    assert "--out /sys/embedlab-vectors.npy cannot be written: /sys takes no new file" in error and "/tmp" not in error
