@@ -283,12 +283,12 @@ class Corpus:
         schema = parquet.schema_arrow
         if "text" not in schema.names:
             raise DataFormatError(f"{self.source}: no 'text' column (columns: {', '.join(schema.names)})")
-        if not pa.types.is_string(schema.field("text").type) and not pa.types.is_large_string(schema.field("text").type):
+        if not _holds_strings(schema.field("text").type):
             raise DataFormatError(f"{self.source}: column 'text' must hold strings, not {schema.field('text').type}")
         has_id = "id" in schema.names
         if has_id:
             id_type = schema.field("id").type
-            if not (pa.types.is_integer(id_type) or pa.types.is_string(id_type) or pa.types.is_large_string(id_type)):
+            if not (pa.types.is_integer(id_type) or _holds_strings(id_type)):
                 raise DataFormatError(f"{self.source}: column 'id' must hold integers or strings, not {id_type}")
         # skip whole row groups before ``start_row`` without reading them
         groups, first_row = [], 0
@@ -319,6 +319,15 @@ class Corpus:
                 else:
                     _check_id(ids[position], f"{self.source}: row {row}")
                     yield Record(ids[position], text, row, (row, row), True)
+
+
+def _holds_strings(column_type) -> bool:
+    """A Parquet column of strings, dictionary-encoded ones included (pandas' categories, Spark's writers)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(column_type):
+        column_type = column_type.value_type
+    return pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
 
 
 def _beir_text(row: dict, where: str) -> object:

@@ -70,3 +70,13 @@ def test_a_duplicate_text_key_or_column_is_refused(tmp_path, name, content, mess
     path.write_text(content, encoding="utf-8")
     with pytest.raises(DataFormatError, match=message):
         Corpus(str(path), "auto").read_all()
+
+
+def test_dictionary_encoded_parquet_text_is_read(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = ["A dog runs.", "A cat sleeps.", "A dog runs."]
+    path = tmp_path / "texts.parquet"
+    pq.write_table(pa.table({"text": pa.array(texts).dictionary_encode()}), path)
+    assert Corpus(str(path), "auto").read_all()[1] == texts
