@@ -247,7 +247,8 @@ class OutputFolder:
         if manifest is None and self.path.is_dir() and any(not entry.name.startswith(".") for entry in self.path.iterdir()):
             raise OutputFolderError(f"--out {self.path} is a folder that holds other files and no {MANIFEST_NAME}; give a new or empty folder")
         if manifest is not None:
-            differences = [f"{key}: {manifest.get(key)!r} there, {value!r} now" for key, value in expected.items() if manifest.get(key) != value]
+            differences = [_difference(key, manifest.get(key), value) for key, value in expected.items()
+                           if _comparable(key, manifest.get(key)) != _comparable(key, value)]
             if differences and not overwrite:
                 raise OutputFolderError(
                     f"--out {self.path} holds another run ({'; '.join(differences)}); "
@@ -303,6 +304,23 @@ class OutputFolder:
                 f"and the disk has {free / 1e6:,.1f} MB free; nothing was written"
             )
         return needed
+
+
+def _comparable(key: str, value: object) -> object:
+    """What must match for a run to resume: the input by its path, format and content, not its mtime (a
+    ``touch`` changes nothing a run reads)."""
+    if key == "input" and isinstance(value, dict):
+        return {name: item for name, item in value.items() if name != "mtime_ns"}
+    return value
+
+
+def _difference(key: str, there: object, now: object) -> str:
+    """One short line of what differs: for the input only the fields that changed (digests cut to 12)."""
+    if key == "input" and isinstance(there, dict) and isinstance(now, dict):
+        changed = [f"{name} {str(there.get(name))[:12]!r} there, {str(now.get(name))[:12]!r} now"
+                   for name in ("path", "format", "size", "sha256") if there.get(name) != now.get(name)]
+        return "input: " + ", ".join(changed)
+    return f"{key}: {there!r} there, {now!r} now"
 
 
 def _entry_path(output: OutputFolder, entry: dict) -> Path:

@@ -167,3 +167,17 @@ def test_embed_out_on_a_read_only_file_system_names_out(tmp_path, capsys):
     assert main(["embed", "random:minilm", "--input", str(texts), "--out", "/sys/embedlab-vectors.npy", "--quiet"]) != 0
     error = capsys.readouterr().err
     assert "--out /sys/embedlab-vectors.npy cannot be written: /sys takes no new file" in error and "/tmp" not in error
+
+
+def test_a_touched_input_resumes_and_a_changed_one_is_one_short_line(tmp_path):
+    folder = tmp_path / "vectors"
+    folder.mkdir()
+    identity = {"path": "/data/texts.txt", "format": "txt", "size": 12, "mtime_ns": 1, "sha256": "a" * 64}
+    (folder / "manifest.json").write_text(json.dumps({"layout": 1, "spec": "minilm", "input": identity,
+                                                      "shards": [], "fitted": []}))
+    touched = {**identity, "mtime_ns": 2}
+    assert OutputFolder(folder).prepare({"spec": "minilm", "input": touched}, overwrite=False)["spec"] == "minilm"
+    with pytest.raises(outputs.InputError) as caught:
+        OutputFolder(folder).prepare({"spec": "minilm", "input": {**touched, "sha256": "b" * 64}}, overwrite=False)
+    assert "input: sha256 'aaaaaaaaaaaa' there, 'bbbbbbbbbbbb' now" in str(caught.value)
+    assert "mtime" not in str(caught.value) and len(str(caught.value)) < 250
