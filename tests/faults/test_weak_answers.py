@@ -80,3 +80,15 @@ def test_dictionary_encoded_parquet_text_is_read(tmp_path):
     path = tmp_path / "texts.parquet"
     pq.write_table(pa.table({"text": pa.array(texts).dictionary_encode()}), path)
     assert Corpus(str(path), "auto").read_all()[1] == texts
+
+
+def test_a_comma_in_a_task_path_is_escaped_with_a_backslash(tmp_path):
+    from embedlab.evaluation.harness import parse_tasks, split_selection
+
+    assert split_selection(r"sts:stsb,triplets:@a\,b.tsv,retrieval:./my\,corpus") == [
+        "sts:stsb", "triplets:@a,b.tsv", "retrieval:./my,corpus"]
+    path = tmp_path / "a,b.tsv"
+    path.write_text("group\ttext\n1\tA dog runs.\n1\tA dog is running.\n2\tA cat sleeps.\n2\tThe cat is asleep.\n")
+    assert len(parse_tasks("sts:stsb," + f"triplets:@{path}".replace(",", "\\,"))) == 2
+    with pytest.raises(FileNotFoundError, match=r"x,b\.tsv"):  # the whole name reaches the task, not 'x'
+        parse_tasks(f"triplets:@{tmp_path}/x\\,b.tsv")
