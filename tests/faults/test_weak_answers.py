@@ -92,3 +92,14 @@ def test_a_comma_in_a_task_path_is_escaped_with_a_backslash(tmp_path):
     assert len(parse_tasks("sts:stsb," + f"triplets:@{path}".replace(",", "\\,"))) == 2
     with pytest.raises(FileNotFoundError, match=r"x,b\.tsv"):  # the whole name reaches the task, not 'x'
         parse_tasks(f"triplets:@{tmp_path}/x\\,b.tsv")
+
+
+def test_the_avg_table_build_draws_no_bar_on_a_non_terminal(tmp_path, capfd, isolated_cache):
+    from decoder_helpers import tiny_decoder
+    from embedlab.models import load_model
+    from embedlab.pooling.static import avg_tables
+
+    model = load_model(str(tiny_decoder(tmp_path / "gpt2", "gpt2")))
+    capfd.readouterr()
+    avg_tables(model, ["A dog runs.", "The cat sleeps."])  # stderr is not a terminal under pytest
+    assert "Avg static tables" not in capfd.readouterr().err
