@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from embedlab import runtime
+from embedlab.engines.resume import comparable, difference
 from embedlab.runtime.outputs import same_path  # noqa: F401 - also the CLI's name for it
 from embedlab.errors import InputError
 
@@ -247,8 +248,8 @@ class OutputFolder:
         if manifest is None and self.path.is_dir() and any(not entry.name.startswith(".") for entry in self.path.iterdir()):
             raise OutputFolderError(f"--out {self.path} is a folder that holds other files and no {MANIFEST_NAME}; give a new or empty folder")
         if manifest is not None:
-            differences = [_difference(key, manifest.get(key), value) for key, value in expected.items()
-                           if _comparable(key, manifest.get(key)) != _comparable(key, value)]
+            differences = [difference(key, manifest.get(key), value) for key, value in expected.items()
+                           if comparable(key, manifest.get(key)) != comparable(key, value)]
             if differences and not overwrite:
                 raise OutputFolderError(
                     f"--out {self.path} holds another run ({'; '.join(differences)}); "
@@ -273,15 +274,10 @@ class OutputFolder:
         """Delete what a run wrote here: the shards and fitted state its manifest lists, and the manifest.
         Without a readable manifest, only files named as a run names them (``shard-00000.parquet``,
         ``fitted-0.safetensors``); a user's own file (``shard-final-report.parquet``) is never touched."""
-        try:
-            manifest = self.read_manifest() or {}
-        except OutputFolderError:
-            manifest = {}
-        listed = [entry.get("file") for key in ("shards", "fitted") for entry in manifest.get(key) or ()
-                  if isinstance(entry, dict)]
-        names = {name for name in listed if isinstance(name, str) and Path(name).name == name and name not in (".", "..")}
-        if not manifest:
-            names = {path.name for path in self.path.iterdir() if _SHARD_OR_FITTED.fullmatch(path.name)}
+        manifest = self._readable_manifest(overwrite=True) or {}
+        listed = [entry.get("file") for key in ("shards", "fitted") for entry in manifest.get(key) or () if isinstance(entry, dict)]
+        names = ({name for name in listed if isinstance(name, str) and Path(name).name == name and name not in (".", "..")}
+                 if manifest else {path.name for path in self.path.iterdir() if _SHARD_OR_FITTED.fullmatch(path.name)})
         for name in names:
             (self.path / name).unlink(missing_ok=True)
         self.manifest_path.unlink(missing_ok=True)
@@ -304,23 +300,6 @@ class OutputFolder:
                 f"and the disk has {free / 1e6:,.1f} MB free; nothing was written"
             )
         return needed
-
-
-def _comparable(key: str, value: object) -> object:
-    """What must match for a run to resume: the input by its path, format and content, not its mtime (a
-    ``touch`` changes nothing a run reads)."""
-    if key == "input" and isinstance(value, dict):
-        return {name: item for name, item in value.items() if name != "mtime_ns"}
-    return value
-
-
-def _difference(key: str, there: object, now: object) -> str:
-    """One short line of what differs: for the input only the fields that changed (digests cut to 12)."""
-    if key == "input" and isinstance(there, dict) and isinstance(now, dict):
-        changed = [f"{name} {str(there.get(name))[:12]!r} there, {str(now.get(name))[:12]!r} now"
-                   for name in ("path", "format", "size", "sha256") if there.get(name) != now.get(name)]
-        return "input: " + ", ".join(changed)
-    return f"{key}: {there!r} there, {now!r} now"
 
 
 def _entry_path(output: OutputFolder, entry: dict) -> Path:
