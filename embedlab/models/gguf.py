@@ -24,6 +24,7 @@ from embedlab.models.fingerprints import gguf_sha256
 from embedlab.models.named import ModelNotFoundError
 from embedlab.runtime import (MissingExtraError, cache_root, cached, mark_recomputable, memo, process_alive,
                               record_cache_write, warn_unwritable)
+from embedlab.runtime.progress import library_bars
 
 
 GGUF_FORMAT = "2"  # bump when the converted folder's layout changes: older conversions are then redone
@@ -268,7 +269,10 @@ def _convert_into(gguf: Path, name: str, staging: Path) -> None:
 
     transformers_logging.disable_progress_bar()
     where = f"model {name!r}: GGUF file {gguf}"
-    with _parsed_once(gguf, name), quiet_load_report():
+    from transformers import modeling_gguf_pytorch_utils
+
+    # transformers' own de-quantising bar follows embedlab's progress setting (none off a terminal, none when quiet)
+    with _parsed_once(gguf, name), quiet_load_report(), library_bars(modeling_gguf_pytorch_utils):
         check_gguf(gguf, name)  # usually answered from the check at load; else the one parse of the file
         own_head = _has_own_output_head(gguf)
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
