@@ -61,9 +61,10 @@ def _permute_for_gguf(weight, heads: int):
     return weight.reshape(heads, 2, weight.shape[0] // heads // 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
 
 
-def tiny_gguf(path: Path, seed: int = 0) -> tuple[Path, Path]:
+def tiny_gguf(path: Path, seed: int = 0, drop: tuple[str, ...] = (), output_head: bool = False) -> tuple[Path, Path]:
     """A tiny random Llama as a float32 GGUF file at ``path`` (byte-level BPE vocabulary, llama.cpp tensor
-    names and key/value layout), and the Hugging Face folder it was written from (beside it)."""
+    names and key/value layout), and the Hugging Face folder it was written from (beside it). ``drop``: GGUF
+    tensor names left out (a damaged file); ``output_head``: an untied ``output.weight`` of its own."""
     import gguf
     from safetensors.numpy import load_file
 
@@ -99,8 +100,9 @@ def tiny_gguf(path: Path, seed: int = 0) -> tuple[Path, Path]:
     names = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
              "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
              "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}
-    writer.add_tensor("token_embd.weight", weights["embed_tokens.weight"])
-    writer.add_tensor("output_norm.weight", weights["norm.weight"])
+    tensors = {"token_embd.weight": weights["embed_tokens.weight"], "output_norm.weight": weights["norm.weight"]}
+    if output_head:
+        tensors["output.weight"] = weights["embed_tokens.weight"][::-1].copy() * 0.5  # differs from the embeddings
     for block in range(config["num_hidden_layers"]):
         for hf_name, gguf_name in names.items():
             weight = weights[f"layers.{block}.{hf_name}.weight"]
@@ -108,7 +110,10 @@ def tiny_gguf(path: Path, seed: int = 0) -> tuple[Path, Path]:
                 weight = _permute_for_gguf(weight, heads)
             elif gguf_name == "attn_k":
                 weight = _permute_for_gguf(weight, kv_heads)
-            writer.add_tensor(f"blk.{block}.{gguf_name}.weight", weight)
+            tensors[f"blk.{block}.{gguf_name}.weight"] = weight
+    for name, tensor in tensors.items():
+        if name not in drop:
+            writer.add_tensor(name, tensor)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import embedlab
 from embedlab import runtime
+from embedlab.runtime.outputs import check_output_file
 from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_int
 from embedlab.evaluation.alignsim import metrics
 from embedlab.evaluation.alignsim.perturb import PERTURBATIONS, SamplingConfig
@@ -107,6 +108,7 @@ def run_cli(args: argparse.Namespace, load_method=_load_method, open_db=_open_db
         batch_size=args.batch_size,
         folder=args.out / "perturbations",
     )
+    check_output_file(args.out / "report.md")  # before any perturbation set is built or method run
     tasks = setup.tasks()
     if not tasks:
         print("alignsim: nothing to run: none of the requested criteria applies to the requested datasets", file=sys.stderr)

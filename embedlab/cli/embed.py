@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ from embedlab.data.corpus import FORMATS, Corpus
 from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, same_path, shard_bytes
 from embedlab.errors import InputError  # a command-line choice that cannot work (output path, option combination)
 from embedlab.runtime import atomic_write_bytes
+from embedlab.runtime.outputs import check_output_file
 
 OUTPUT_FORMATS = (".npy", ".parquet")
 # Suffixes of file formats embed does not write: `--out vectors.npz` is a mistake, not a folder's name.
@@ -61,12 +61,8 @@ def check_output(output: Path) -> None:
             import pyarrow  # noqa: F401
         except ImportError:
             raise InputError("writing .parquet needs pyarrow (pip install pyarrow), or write .npy") from None
-    for folder in (output.parent, *output.parent.parents):
-        if folder.exists() and not folder.is_dir():
-            raise InputError(f"--output {output}: {folder} is a file, not a folder")
+    check_output_file(output, option="--out")  # names --out, not a probe file, on a read-only file system
     output.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryFile(dir=output.parent):
-        pass  # the folder takes a new file: the atomic write's temporary file will be created there too
 
 
 def _cmd_embed(args: argparse.Namespace) -> int:

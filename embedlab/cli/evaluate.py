@@ -15,6 +15,7 @@ import contextlib
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from embedlab.errors import InputError
@@ -114,8 +115,11 @@ def run_report(args: argparse.Namespace) -> int:
     from embedlab.results.database import ResultsDB
     from embedlab.results.report import Provenance, write_report
 
+    from embedlab.runtime.outputs import check_output_file
+
     records = _stored(args)
     database = ResultsDB(args.db, create=False)
+    check_output_file(Path(args.out), inputs=(database.path,))  # the report never replaces the database
     if not records:
         print(f"embedlab report: no stored results match in {database.path}", file=sys.stderr)
         return 1

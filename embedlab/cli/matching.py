@@ -15,6 +15,7 @@ from pathlib import Path
 
 from embedlab.cli.arguments import (ConfigOption, add_config_options, add_format, add_out, add_quiet, config_from_arguments,
                                     non_negative_int, positive_float, positive_int)
+from embedlab.data import encoding_hint, is_blank
 from embedlab.errors import InputError, InputTypeError
 
 # TrainingConfig's fields the command sets (temperature stays SimCSE's)
@@ -59,6 +60,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     config = config_from_arguments(TrainingConfig, args, TOKEN_WEIGHT_OPTIONS)
     out = Path(args.out) if args.out else learned_weights_path(load_model(args.model))
+    from embedlab.runtime.outputs import check_output_file
+
+    for written in (out, out.with_suffix(".json")):  # checked before training, not after
+        check_output_file(written)
     weights = train_token_weights(config, out, resume=args.resume)
     print(f"wrote {weights.shape[0]} token weights to {out} (record: {out.with_suffix('.json')})", file=sys.stderr)
     return 0
@@ -71,13 +76,13 @@ def read_lines(path: Path, what: str) -> list[str]:
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+        raise InputError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start}){encoding_hint(path.read_bytes()[:2])}") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        if is_blank(line):
             raise InputError(f"{path}, line {number}: empty {what[:-1]} (BERTScore is undefined for an empty text)")
     return lines
 
@@ -89,6 +94,9 @@ def _cmd_bertscore(args: argparse.Namespace) -> int:
     from embedlab.matching.bertscore_scoring import resolve_layer
     from embedlab.models import load_model
 
+    from embedlab.runtime.outputs import check_output_file, write_output_text
+
+    out = check_output_file(Path(args.out), inputs=(args.cands, args.refs, args.baseline)) if args.out else None
     cands, refs = read_lines(Path(args.cands), "candidates"), read_lines(Path(args.refs), "references")
     if len(cands) != len(refs):
         raise InputError(f"{args.cands} has {len(cands)} lines but {args.refs} has {len(refs)}: one reference per candidate")
@@ -97,12 +105,10 @@ def _cmd_bertscore(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     layer = resolve_layer(model, args.layer)
     precision, recall, f1 = bertscore(cands, refs, model=model, layer=layer, idf=args.idf, rescale=args.rescale,
-                                      batch_size=args.batch_size, baseline=args.baseline)
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
+                                      batch_size=args.batch_size, baseline=args.baseline, long_texts=args.long_texts)
+    if out is not None:
         rows = ["line\tP\tR\tF1"] + [f"{line}\t{p:.6f}\t{r:.6f}\t{f:.6f}" for line, (p, r, f) in enumerate(zip(precision, recall, f1), start=1)]
-        out.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        write_output_text(out, "\n".join(rows) + "\n")
         print(f"wrote {len(cands)} lines to {out}", file=sys.stderr)
     setting = f"{args.model} L{layer} {'idf' if args.idf else 'no-idf'}{' rescaled' if args.rescale else ''}"
     print(f"{setting}: P: {np.mean(precision):.6f} R: {np.mean(recall):.6f} F1: {np.mean(f1):.6f}")
@@ -140,6 +146,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--rescale", action="store_true", help="rescale with the baseline: (s - b) / (1 - b) (embedlab's WikiText-2 baselines, not the package's)")
     score.add_argument("--baseline", default=None, help="baseline file in the package's format (LAYER,P,R,F) for --rescale")
     score.add_argument("--batch-size", type=positive_int, default=64, help="texts per model run and pairs per matching batch (default 64, as the package)")
+    score.add_argument("--long-texts", choices=("truncate", "chunk"), default="truncate",
+                       help="truncate: cut each text at the tokenizer's maximum (512 for MiniLM), as the package does "
+                            "(default); chunk: embedlab's extension, every token of a longer text in sentence-packed chunks")
     add_out(score, help="TSV file: line, P, R, F1 of every pair")
     add_quiet(score)
     score.set_defaults(handler=_cmd_bertscore)

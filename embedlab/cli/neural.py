@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 from embedlab import runtime
+from embedlab.runtime.outputs import check_output_file
 from embedlab.cli.arguments import (ConfigOption, add_config_options, add_out, add_quiet, config_from_arguments, non_negative_float,
                                     non_negative_int, positive_float, positive_int, reproducing_arguments)
 
@@ -58,6 +59,8 @@ def _train_handler(args: argparse.Namespace) -> int:
 
     config = config_from_arguments(HeadTrainingConfig, args, HEAD_OPTIONS)
     out = args.out or Path(default_head_filename(args.model))
+    for written in (out, out.with_suffix(".json")):  # checked before the hours of training, not after
+        check_output_file(written)
     reproducing = reproducing_arguments(config, HeadTrainingConfig(model=config.model), HEAD_OPTIONS)
     command = "embedlab mlm-head train " + " ".join(shlex.quote(part) for part in reproducing)
     checkpoint_dir = args.checkpoint_dir or cache_dir("mlm_head", "checkpoints")

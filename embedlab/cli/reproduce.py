@@ -22,6 +22,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
     papers = list(PAPERS) if args.paper == "all" else [args.paper]
     command = "embedlab reproduce " + ("--recompute" if args.recompute else "--quick") + f" --paper {args.paper}"
+    _check_writable(args, papers)
     if args.recompute:
         from embedlab.results.database import ResultsDB
 
@@ -32,6 +33,24 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     markdown, page = write_report(papers, Path(args.out), command=command)
     print(f"wrote {markdown} and {page}")
     return 0
+
+
+def _check_writable(args: argparse.Namespace, papers: list[str]) -> None:
+    """Before hours of computing: options that only ``--recompute`` reads are refused without it, and the
+    records files it rewrites and the report folder must take a new file."""
+    from embedlab.errors import InputError
+    from embedlab.results.reproduce.values import RECORDS
+    from embedlab.runtime.outputs import check_output_file
+
+    given = [name for name, value in (("--expensive", args.expensive), ("--method", args.method), ("--task", args.task),
+                                      ("--db", args.db)) if value]
+    if given and not args.recompute:
+        raise InputError(f"{', '.join(given)} only change{'s' if len(given) == 1 else ''} what --recompute computes; "
+                         "add --recompute, or leave them out for the report from the committed records")
+    if args.recompute:
+        for paper in papers:
+            check_output_file(RECORDS / f"{paper}.jsonl", option="records file")
+    check_output_file(Path(args.out) / "report.md")
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:

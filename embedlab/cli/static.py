@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from embedlab.cli.arguments import add_quiet
+from embedlab.runtime.outputs import output_folder
 
 
 def _cmd_export_static(args: argparse.Namespace) -> int:
@@ -23,7 +24,8 @@ def _cmd_export_static(args: argparse.Namespace) -> int:
     out = Path(args.out)
     check_export(plan, out, args.fit_on is not None)
     texts = Corpus(args.fit_on, "auto").read_all()[1] if args.fit_on else None
-    config = export_static(method, out, texts)
+    with output_folder(out, inputs=(args.fit_on,)) as staging:  # whole or nothing, one writer at a time
+        config = export_static(method, staging, texts)
     folded = [*plan.affine_steps, *(["token weights/filters"] if plan.token_scales else [])]
     print(f"wrote {out}: {config['embedlab_spec']} as a model2vec model "
           f"(folded: {', '.join(folded) or 'nothing but the table'}; normalize={config['normalize']}). "

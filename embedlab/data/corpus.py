@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from embedlab.data import DataFormatError, json_object, unicode_problem
+from embedlab.data import DataFormatError, encoding_hint, is_blank, json_object, unicode_problem
 from embedlab.data.beir import document_text
 from embedlab.data.reading import special_file_kind
 from embedlab.errors import InputError
@@ -169,8 +169,9 @@ class Corpus:
             file.seek(start[0])
         for offset, number, line in self._decoded_lines(file, start):
             if self.format == "txt":
-                if not line.strip():
-                    raise DataFormatError(f"{self.source}:{number}: empty line (every line is one text; remove blank lines)")
+                if is_blank(line):
+                    raise DataFormatError(f"{self.source}:{number}: empty line (every line is one text; remove blank lines;"
+                                          " zero-width characters alone count as empty)")
                 yield Record(number, line, number, (offset, number))
             elif line.strip():  # JSON lines: a blank line holds no record
                 yield self._json_record(line, number, (offset, number))
@@ -184,7 +185,8 @@ class Corpus:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as error:
-                raise DataFormatError(f"{self.source}:{number}: not valid UTF-8 ({error.reason} at byte {error.start})") from None
+                hint = encoding_hint(raw) if number == 1 else ""
+                raise DataFormatError(f"{self.source}:{number}: not valid UTF-8 ({error.reason} at byte {error.start}){hint}") from None
             if number == 1:
                 line = line.removeprefix("\ufeff")  # a byte-order mark is not part of the first text
             line = line.rstrip("\r\n")
@@ -214,8 +216,8 @@ class Corpus:
         problem = unicode_problem(value)
         if problem:
             raise DataFormatError(f"{self.source}:{number}: 'text' has a {problem}")
-        if not value.strip():
-            raise DataFormatError(f"{self.source}:{number}: 'text' is empty")
+        if is_blank(value):
+            raise DataFormatError(f"{self.source}:{number}: 'text' is empty (or only zero-width characters)")
         return value
 
     # -- CSV / TSV --------------------------------------------------------------------------------------
@@ -231,6 +233,9 @@ class Corpus:
         header = [name.strip().lower() for name in next(csv.reader([first[2]], **self._dialect()), [])]
         if "text" not in header:
             raise DataFormatError(f"{self.source}:1: the header row {first[2][:80]!r} has no 'text' column")
+        for name in ("text", "id"):
+            if header.count(name) > 1:  # which of them holds the texts would be a guess
+                raise DataFormatError(f"{self.source}:1: the header row names the {name!r} column {header.count(name)} times")
         return header, (first[0], first[1])
 
     def _table_records(self, file: BinaryIO, start: Position, header: list[str]) -> Iterator[Record]:
@@ -276,12 +281,12 @@ class Corpus:
         schema = parquet.schema_arrow
         if "text" not in schema.names:
             raise DataFormatError(f"{self.source}: no 'text' column (columns: {', '.join(schema.names)})")
-        if not pa.types.is_string(schema.field("text").type) and not pa.types.is_large_string(schema.field("text").type):
+        if not _holds_strings(schema.field("text").type):
             raise DataFormatError(f"{self.source}: column 'text' must hold strings, not {schema.field('text').type}")
         has_id = "id" in schema.names
         if has_id:
             id_type = schema.field("id").type
-            if not (pa.types.is_integer(id_type) or pa.types.is_string(id_type) or pa.types.is_large_string(id_type)):
+            if not (pa.types.is_integer(id_type) or _holds_strings(id_type)):
                 raise DataFormatError(f"{self.source}: column 'id' must hold integers or strings, not {id_type}")
         # skip whole row groups before ``start_row`` without reading them
         groups, first_row = [], 0
@@ -312,6 +317,15 @@ class Corpus:
                 else:
                     _check_id(ids[position], f"{self.source}: row {row}")
                     yield Record(ids[position], text, row, (row, row), True)
+
+
+def _holds_strings(column_type) -> bool:
+    """A Parquet column of strings, dictionary-encoded ones included (pandas' categories, Spark's writers)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(column_type):
+        column_type = column_type.value_type
+    return pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
 
 
 def _beir_text(row: dict, where: str) -> object:

@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from embedlab import runtime
+from embedlab.engines.resume import comparable, difference
+from embedlab.runtime.outputs import same_path  # noqa: F401 - also the CLI's name for it
 from embedlab.errors import InputError
 
 ENGINES = ("local", "ray")
@@ -47,16 +49,7 @@ _DISK_MARGIN = 1.1
 
 
 _RUN_FILE = re.compile(r"(shard-\d+\.parquet|fitted-\d+\.safetensors|\..*\.tmp)")
-
-
-def same_path(first: Path, second: Path) -> bool:
-    """Whether two paths name one file or folder (however spelled: ``.``, symlinks, hard links)."""
-    try:
-        if first.exists() and second.exists():
-            return os.path.samefile(first, second)
-        return first.resolve() == second.resolve()
-    except (OSError, RuntimeError):  # a symlink loop names no file: the input's own check reports it
-        return False
+_SHARD_OR_FITTED = re.compile(r"shard-\d{5,}\.parquet|fitted-\d+\.safetensors")  # the names a run gives
 
 
 class OutputFolderError(InputError):
@@ -254,11 +247,12 @@ class OutputFolder:
         ``check_only``: refuse as above but remove nothing (the runner checks before it takes the lock,
         then prepares for real while holding it)."""
         self.check_location()
-        manifest = self.read_manifest() if self.path.is_dir() else None
+        manifest = self._readable_manifest(overwrite) if self.path.is_dir() else None
         if manifest is None and self.path.is_dir() and any(not entry.name.startswith(".") for entry in self.path.iterdir()):
             raise OutputFolderError(f"--out {self.path} is a folder that holds other files and no {MANIFEST_NAME}; give a new or empty folder")
         if manifest is not None:
-            differences = [f"{key}: {manifest.get(key)!r} there, {value!r} now" for key, value in expected.items() if manifest.get(key) != value]
+            differences = [difference(key, manifest.get(key), value) for key, value in expected.items()
+                           if comparable(key, manifest.get(key)) != comparable(key, value)]
             if differences and not overwrite:
                 raise OutputFolderError(
                     f"--out {self.path} holds another run ({'; '.join(differences)}); "
@@ -270,11 +264,26 @@ class OutputFolder:
                 manifest = None
         return manifest
 
+    def _readable_manifest(self, overwrite: bool) -> dict | None:
+        """The manifest; with ``overwrite``, an unreadable one (empty, cut short) counts as a run to replace."""
+        if overwrite and self.manifest_path.is_file():
+            try:
+                json.loads(self.manifest_path.read_bytes().decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                return {}  # empty or cut short; a readable manifest of another kind is still refused below
+        return self.read_manifest()
+
     def remove_run(self) -> None:
-        """Delete what a run wrote here (its listed shards, any shard file, fitted state, the manifest)."""
-        for path in [*self.path.glob("shard-*.parquet"), *self.path.glob("fitted-*.safetensors")]:
-            path.unlink(missing_ok=True)
-        self.manifest_path.unlink()
+        """Delete what a run wrote here: the shards and fitted state its manifest lists, and the manifest.
+        Without a readable manifest, only files named as a run names them (``shard-00000.parquet``,
+        ``fitted-0.safetensors``); a user's own file (``shard-final-report.parquet``) is never touched."""
+        manifest = self._readable_manifest(overwrite=True) or {}
+        listed = [entry.get("file") for key in ("shards", "fitted") for entry in manifest.get(key) or () if isinstance(entry, dict)]
+        names = ({name for name in listed if isinstance(name, str) and Path(name).name == name and name not in (".", "..")}
+                 if manifest else {path.name for path in self.path.iterdir() if _SHARD_OR_FITTED.fullmatch(path.name)})
+        for name in names:
+            (self.path / name).unlink(missing_ok=True)
+        self.manifest_path.unlink(missing_ok=True)
 
     def create(self) -> None:
         """Make the folder (after every check passed) and remove the temporaries a killed run left."""

@@ -12,6 +12,7 @@ items, ``family:@path`` for a user file, ``all``, or ``quick`` (a few minutes on
 from __future__ import annotations
 
 import math
+import re
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -60,6 +61,12 @@ def headline_of(task: str, dataset: str) -> str | None:
     return family.headline_of(dataset) if family is not None else None
 
 
+def split_selection(selection: str) -> list[str]:
+    """``selection`` split at its commas; ``\\,`` is a comma inside one item (a file or folder whose path
+    holds a comma: ``triplets:@a\\,b.tsv``, ``retrieval:./my\\,corpus``), the one rule for every task."""
+    return [item.replace("\\,", ",") for item in re.split(r"(?<!\\),", selection)]
+
+
 def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
     """Tasks from a selection such as ``"sts,pairs:mrpc,triplets:@groups.tsv"``, ``"all"`` or ``"quick"``.
 
@@ -68,7 +75,7 @@ def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
     ``pair_features`` (classification), ``layout`` (user grouped files: ``column`` or ``line``), ``product``
     (triplets, pairs, correlations: ``cosine`` or ``dot``).
     """
-    items = [s.strip() for s in (selection.split(",") if isinstance(selection, str) else selection) if s.strip()]
+    items = [s.strip() for s in (split_selection(selection) if isinstance(selection, str) else selection) if s.strip()]
     if not items:
         raise InputError("no tasks selected")
     expanded: list[str] = []

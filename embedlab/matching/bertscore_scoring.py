@@ -4,15 +4,20 @@ and the token vectors of each text from the token-state stage (the method doc is
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
+from embedlab.data import is_blank
 from embedlab.errors import InputError, InputTypeError
 from embedlab.matching.scoring import TextSide, weighted_mean
 from embedlab.methods.base import check_texts, unit_rows
 from embedlab.models import LoadedModel
-from embedlab.pooling.sources import ContextualTokens
+from embedlab.pooling.aggregation import FlatTokens
+from embedlab.pooling.sources import ContextualTokens, layout_of
+from embedlab.pooling.sources import special_token_ids as model_special_ids
+from embedlab.tokens.store import store_for
 
 # The layer the package uses by default for some common models (its ``model2layers`` table, tuned on
 # WMT16); any other model defaults to its last layer.
@@ -43,8 +48,8 @@ def check_pairs(cands: Sequence[str], refs: Sequence[str]) -> tuple[list[str], l
         raise InputError(f"different numbers of candidates ({len(cands)}) and references ({len(refs)})")
     for side, texts in (("candidate", cands), ("reference", refs)):
         for index, text in enumerate(texts):
-            if not text.strip():
-                raise InputError(f"{side} {index} is empty: BERTScore is undefined for an empty text")
+            if is_blank(text):
+                raise InputError(f"{side} {index} is empty (or only zero-width characters): BERTScore is undefined for an empty text")
     return [text.strip() for text in cands], [text.strip() for text in refs]
 
 
@@ -80,10 +85,59 @@ def plain_weights(token_ids: np.ndarray, tokenizer) -> np.ndarray:
     return np.where(np.isin(token_ids, special_token_ids(tokenizer)), 0.0, 1.0).astype(np.float32)
 
 
-def input_token_ids(tokenizer, texts: Sequence[str]) -> list[np.ndarray]:
-    """Each text's token ids with the special tokens the tokenizer adds (what the package tokenises)."""
-    encoded = tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
+LONG_TEXTS = ("truncate", "chunk")  # the package's cut at the tokenizer's maximum; embedlab's chunks (an extension)
+
+
+def package_input_limit(model: LoadedModel) -> int:
+    """The tokens the package gives the model per text: the tokenizer's ``model_max_length`` (512 for
+    MiniLM, whose sentence-transformers limit of 256 the package does not read), bounded by the model's
+    positions when the tokenizer sets no limit."""
+    limit = getattr(model.tokenizer, "model_max_length", None)
+    positions = getattr(model.model.config, "max_position_embeddings", None)
+    if not isinstance(limit, int) or limit > 1_000_000:  # transformers' "no limit" is a huge number
+        limit = positions or model.max_length
+    return int(min(limit, positions) if positions else limit)
+
+
+def input_token_ids(tokenizer, texts: Sequence[str], max_length: int | None = None) -> list[np.ndarray]:
+    """Each text's token ids with the special tokens the tokenizer adds (what the package tokenises), cut
+    to ``max_length`` as the package cuts them when given."""
+    cut = {"truncation": True, "max_length": max_length} if max_length is not None else {}
+    encoded = tokenizer(list(texts), add_special_tokens=True, verbose=False, **cut)["input_ids"]
     return [np.asarray(ids, dtype=np.int64) for ids in encoded]
+
+
+def check_long_texts(long_texts: str) -> str:
+    if long_texts not in LONG_TEXTS:
+        raise InputError(f"long_texts must be one of {', '.join(LONG_TEXTS)}, got {long_texts!r}")
+    return long_texts
+
+
+def package_token_vectors(model: LoadedModel, layers: tuple[int, ...], texts: list[str], batch_size: int,
+                          show_progress_bar: bool | None, long_texts: str = "truncate") -> tuple[FlatTokens, np.ndarray]:
+    """The token vectors (layers averaged) the package matches: each text's first :func:`package_input_limit`
+    tokens in one model input. A text within the model's own input (``max_length``) runs as it does for every
+    other method (shared token states); a longer one runs on the same weights with the package's input length.
+    ``long_texts="chunk"``: embedlab's sentence-packed chunks instead (no cut; not the package's numbers)."""
+    plain = ContextualTokens(model, layers=layers, template=None)
+    if check_long_texts(long_texts) == "chunk":
+        return plain.token_vectors(texts, batch_size, show_progress_bar)
+    lengths = [len(ids) for ids in input_token_ids(model.tokenizer, texts)]
+    long = [position for position, length in enumerate(lengths) if length > model.max_length]
+    if not long:
+        return plain.token_vectors(texts, batch_size, show_progress_bar)
+    limit = package_input_limit(model)
+    wide = model if limit <= model.max_length else dataclasses.replace(model, max_length=limit)
+    short = [position for position, length in enumerate(lengths) if length <= model.max_length]
+    states: list = [None] * len(texts)
+    for positions, source, cut in ((short, model, None), (long, wide, limit)):
+        if positions:
+            found = store_for(source).compute([texts[position] for position in positions], batch_size=batch_size,
+                                              show_progress_bar=show_progress_bar, layers=layers, max_tokens=cut)
+            for position, text_states in zip(positions, found):
+                states[position] = text_states
+    layout = layout_of(states)
+    return layout.flat(model_special_ids(model)), layout.matrix(layers)
 
 
 def reference_idf(reference_ids: Sequence[np.ndarray], vocab_size: int) -> np.ndarray:
@@ -139,10 +193,11 @@ def padding_floors(cand_lengths: Sequence[int], ref_lengths: Sequence[int], batc
     return floor_precision, floor_recall
 
 
-def text_sides(model: LoadedModel, layer: int, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> list[TextSide]:
+def text_sides(model: LoadedModel, layer: int, texts: list[str], batch_size: int, show_progress_bar: bool | None,
+               long_texts: str = "truncate") -> list[TextSide]:
     """Every text's token ids and unit token vectors of ``layer`` (special tokens included), from the
-    token-state stage; weights are left at 1 for the caller to set."""
-    flat, matrix = ContextualTokens(model, layers=(layer,), template=None).token_vectors(texts, batch_size, show_progress_bar)
+    token-state stage (:func:`package_token_vectors`); weights are left at 1 for the caller to set."""
+    flat, matrix = package_token_vectors(model, (layer,), texts, batch_size, show_progress_bar, long_texts)
     matrix = unit_rows(matrix)
     return [
         TextSide(flat.token_ids[start:end], matrix[start:end], np.ones(end - start, np.float32))

@@ -27,12 +27,15 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save as save_numpy
 
+from embedlab.data import is_blank
 from embedlab.errors import InputError, InputTypeError
-from embedlab.matching.bertscore_scoring import PACKAGE_BATCH, check_pairs, check_weighted, input_token_ids, plain_weights, reference_idf
+from embedlab.matching.bertscore_scoring import (PACKAGE_BATCH, check_pairs, check_weighted, input_token_ids, package_input_limit,
+                                                 package_token_vectors, plain_weights, reference_idf)
 from embedlab.matching.bertscore_scoring import score_sides as score_bertscore_sides
 from embedlab.matching.explain import MatchExplanation, explain_pair
 from embedlab.matching.scoring import MODES, SCORES, TextSide, score_sides
 from embedlab.methods.base import EmbeddingMethod, Family, check_texts, unit_rows
+from embedlab.methods.base import check_pairs as check_text_pairs
 from embedlab.methods.pooled import POOLED_FAMILY, PooledMethod
 from embedlab.methods.pooled_options import LAYERS_OPTION
 from embedlab.methods.precision import COMPUTE_OPTIONS
@@ -182,21 +185,24 @@ class MatchingMethod(EmbeddingMethod):
 
     def prepare(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> list[TextSide]:
         """Every text's matching tokens (ids, vectors, weights), from one cached token-state pass."""
-        flat, matrix = self.encoder.token_vectors(texts, batch_size, show_progress_bar)
         if self.package:  # every token takes part; [CLS]/[SEP] weigh 0 (idf-refs weights are set per call)
+            # each text cut at the tokenizer's maximum input, as the package cuts it
+            flat, matrix = package_token_vectors(self.model, self.encoder.pipeline.source.layers, texts, batch_size,
+                                                 show_progress_bar)
             sides = text_sides(flat, matrix, True, self.normalise, None)
             for side in sides:
                 side.weights = plain_weights(side.token_ids, self.model.tokenizer)
             return sides
+        flat, matrix = self.encoder.token_vectors(texts, batch_size, show_progress_bar)
         return text_sides(flat, matrix, self.include_special, self.normalise, self.vocabulary_weights())
 
     def similarity_pairs(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
         """Matching similarity of each pair (float32, shape (n,)); all unique texts go through one pass."""
-        pairs = list(pairs)
-        for position, pair in enumerate(pairs):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InputTypeError(f"pair at index {position} is not a (text, text) pair")
-            check_texts(list(pair))
+        pairs = check_text_pairs(pairs)
+        for position, pair in enumerate(pairs):  # mode=bertscore names the candidate or reference (check_pairs)
+            if not self.package and any(is_blank(text) for text in pair):  # nothing to match: a score of nothing
+                raise InputError(f"pair at index {position} has an empty text (or only zero-width characters); "
+                                 "token matching needs tokens on both sides")
         if not pairs:
             return np.zeros(0, dtype=np.float32)
         if self.package:
@@ -211,9 +217,10 @@ class MatchingMethod(EmbeddingMethod):
         before the model runs, maxima floored where its padded batches of 64 pairs floor them."""
         cands, refs = check_pairs([a for a, _ in pairs], [b for _, b in pairs])
         tokenizer = self.model.tokenizer
-        idf = reference_idf(input_token_ids(tokenizer, refs), len(tokenizer)) if self.weight_kind == "idf-refs" else None
+        cut = package_input_limit(self.model)
+        idf = reference_idf(input_token_ids(tokenizer, refs, cut), len(tokenizer)) if self.weight_kind == "idf-refs" else None
         if idf is not None:
-            check_weighted({"candidate": input_token_ids(tokenizer, cands), "reference": input_token_ids(tokenizer, refs)},
+            check_weighted({"candidate": input_token_ids(tokenizer, cands, cut), "reference": input_token_ids(tokenizer, refs, cut)},
                            lambda ids: idf[ids])
         unique = list(dict.fromkeys([*cands, *refs]))
         index = {text: row for row, text in enumerate(unique)}

@@ -49,6 +49,19 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     return checked
 
 
+def check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Text pairs as a list, each a 2-item tuple or list of texts (a 1-tuple or a bare string named by index)."""
+    if isinstance(pairs, (str, bytes)):
+        raise InputTypeError("pairs must be a list of (text, text) pairs, not a single string")
+    checked = list(pairs)
+    for position, pair in enumerate(checked):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            shown = f"a {len(pair)}-item {type(pair).__name__}" if isinstance(pair, (tuple, list)) else type(pair).__name__
+            raise InputTypeError(f"pair at index {position} is {shown}, not a (text, text) pair")
+        check_texts(list(pair))
+    return checked
+
+
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows of unit length as float32 (a zero row stays zero)."""
     return unit_length(vectors).astype(np.float32)
@@ -268,6 +281,9 @@ class VectorMethod(EmbeddingMethod):
             raise InputTypeError("similarity(emb_a, emb_b) compares two sets of embeddings; score text pairs with similarity_pairs(pairs)")
         left = torch.nn.functional.normalize(_as_rows(self.comparable(emb_a), "emb_a"), p=2, dim=1)
         right = torch.nn.functional.normalize(_as_rows(self.comparable(emb_b), "emb_b"), p=2, dim=1)
+        if left.shape[1] != right.shape[1]:
+            raise InputError(f"similarity: emb_a has {left.shape[1]} columns and emb_b {right.shape[1]}; both must "
+                             "be embeddings of one method (the same width)")
         return left @ right.T
 
     def similarity_pairwise(self, emb_a: object, emb_b: object) -> torch.Tensor:
@@ -283,6 +299,7 @@ class VectorMethod(EmbeddingMethod):
         self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, show_progress_bar: bool | None = None
     ) -> np.ndarray:
         """Cosine of each pair; all unique texts are encoded in one call (target-fitted statistics see them all)."""
+        pairs = check_pairs(pairs)
         unique = list(dict.fromkeys(text for pair in pairs for text in pair))
         vectors = self.encode(unique, batch_size=batch_size, show_progress_bar=show_progress_bar, normalize_embeddings=True)
         if self.output_precision != "float32":  # quantised rows are no longer unit vectors (float32 rows are left as they are)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from embedlab.errors import InputError
 from embedlab.models import LoadedModel, ModelTraits
 from embedlab.methods.precision import COMPUTE_OPTIONS, OUTPUT_OPTIONS
+from embedlab.methods.prompts import warn_unusual_pairing
 from embedlab.pooling.aggregation import AGGREGATIONS
 from embedlab.pooling.pipeline import WEIGHTINGS
 from embedlab.pooling.postprocess import STEP_NAMES, validate_chain
@@ -121,6 +122,7 @@ def check_for_model(model: LoadedModel | ModelTraits, spec: MethodSpec) -> None:
     if pool == "cls" and kind == "decoder":
         raise InputError(f"{spec}: pool=cls takes the first token, which in decoder {name!r} has seen only itself; "
                          "use pool=last (the last token, which has seen the whole text) or pool=mean")
+    warn_unusual_pairing(str(spec), template, pool)
     if pool in ("mask", "mean-no-mask") and template in ("none", "prompteol", "metaeol"):
         hint = "pool=last" if template in ("prompteol", "metaeol") else "a T0–T4 template (mask token) or template=echo"
         raise InputError(f"{spec}: pool={pool} averages the tokens a template marks, and template={template} marks none; use {hint}")
@@ -132,11 +134,11 @@ def _check_limits(name: str, num_layers: int | None, max_length: int | None, spe
     if "layers" in options and num_layers is not None:
         for item in spec.get("layers").split("+"):
             if item != "last" and not -1 <= int(item) <= num_layers:
-                raise ValueError(f"{spec}: layers={spec.get('layers')}: layer {item} is beyond model {name!r}, which has "
+                raise InputError(f"{spec}: layers={spec.get('layers')}: layer {item} is beyond model {name!r}, which has "
                                  f"{num_layers} layers; use layers from -1 to {num_layers} (-1: static token embeddings, "
                                  f"0: embedding output, {num_layers} or last: the last layer), joined by '+'")
     if "truncate" in options and max_length is not None and spec.get("truncate") != "none":
         if int(spec.get("truncate")) > max_length:
-            raise ValueError(f"{spec}: truncate={spec.get('truncate')}: model {name!r} takes at most {max_length} input "
+            raise InputError(f"{spec}: truncate={spec.get('truncate')}: model {name!r} takes at most {max_length} input "
                              f"tokens; use truncate=1 to truncate={max_length}, or leave truncate out (without truncate, "
                              "long texts are split into sentence-packed chunks and nothing is cut)")

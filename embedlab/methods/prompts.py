@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import warnings
 
 from embedlab.errors import InputError
 from embedlab.pooling.pipeline import PoolingPipeline
@@ -59,3 +60,11 @@ def prompted_pipeline(pipeline: PoolingPipeline, prompt: str, spec: str) -> Pool
         raise InputError(f"{spec}: prompts need a transformer's contextual token states; this source has none")
     template = Template("prompt", prompt if "[X]" in prompt else f"{prompt}[X]")
     return dataclasses.replace(pipeline, source=dataclasses.replace(source, template=template))
+
+
+def warn_unusual_pairing(spec: str, template: str, pool: str) -> None:
+    """Warn where a spec pairs a prompt template with a pooling its paper does not (allowed, rarely meant)."""
+    if pool == "mean" and template in ("prompteol", "metaeol"):
+        warnings.warn(f"{spec}: template={template} is paired with pool=last in its paper (the last token, which the "
+                      "prompt asks to sum up the text); pool=mean also averages the prompt's own tokens",
+                      UserWarning, stacklevel=4)

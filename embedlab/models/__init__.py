@@ -27,6 +27,7 @@ The package: :mod:`.named` (the registry packages' models), :mod:`.gguf` (GGUF c
 :mod:`.fingerprints` (content hashes) and :mod:`.loading` (resolve, check, load).
 """
 
+from embedlab.models.checks import ModelFileError
 from embedlab.models.fingerprints import gguf_sha256, model_fingerprint, transformer_fingerprint
 from embedlab.models.gguf import GGUF_FORMAT, check_gguf, convert_gguf, converted_gguf_folder
 from embedlab.models.loading import (
@@ -56,7 +57,7 @@ from embedlab.models.named import (
 
 __all__ = [
     "DESCRIPTIONS", "GEMMA3_FILE", "GEMMA3_PACKAGE", "GGUF_FORMAT", "INSTALL_HINTS", "MPNET_PARTS", "NAMED_MODELS",
-    "STATIC_MODELS", "LoadedModel", "ModelNotFoundError", "ModelTraits", "available_models", "check_gguf", "check_model",
+    "STATIC_MODELS", "LoadedModel", "ModelFileError", "ModelNotFoundError", "ModelTraits", "available_models", "check_gguf", "check_model",
     "convert_gguf", "converted_gguf_folder", "default_device", "gguf_sha256", "is_model2vec_folder", "join_split_zip",
     "load_model", "model_fingerprint", "model_traits", "resolve_model_path", "static_model_path", "unpack_split_zip_once",
     "transformer_fingerprint",

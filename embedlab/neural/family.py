@@ -63,7 +63,7 @@ def _index_or_none(limit: int) -> Callable[[str], str]:
 NEURAL_OPTIONS: dict[str, Option] = {
     "params": Option("head", help="tuned 1-D parameters: head (L0,L1,L2 of the head transform), block (last block's output vectors), "
                      "block-dense-bias (neural-1), or names joined by ';' ('layer.last.' = last block)"),
-    "epochs": Option("10", help="micro-tuning epochs (one full-batch AdamW step each)", validate=whole_number(0)),
+    "epochs": Option("10", help="micro-tuning epochs (one full-batch AdamW step each)", validate=whole_number(1)),  # 0 epochs tune nothing
     "lr": Option("0.01", help="AdamW learning rate (other AdamW settings are torch defaults)", validate=finite_number(positive=True)),
     "head": Option("auto", help="masked-LM head: auto (checkpoint's own, else the shipped trained one), untrained, or a head file"),
     "skip-layer": Option("none", help="ablation Neural-L<i>: leave out tuned layer i (Appendix C.1)", validate=_index_or_none(len(HEAD_VECTORS))),  # every preset tunes three layers

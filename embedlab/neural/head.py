@@ -18,15 +18,15 @@ Loaded models are kept in the runtime memo ``neural.masked_lm`` (one per model a
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from embedlab import runtime
+from embedlab.errors import InputError
+from embedlab.models.checks import quiet_load_report as _quiet_transformers
 from embedlab.neural.adapters import AdapterError, HeadLayout, head_layout, supported_message
 
 # The head's own tensors (the decoder weight is tied to the word embeddings and not part of the head).
@@ -42,25 +42,9 @@ IGNORE_LABEL = -100  # the label of positions without a prediction (cross-entrop
 _LOADED = runtime.memo("neural.masked_lm")
 
 
-class HeadError(RuntimeError):
-    """A masked-LM head that cannot be found, loaded or matched to its model."""
-
-
-@contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """Silence transformers' load report (we inspect the loading info ourselves)."""
-    from transformers.utils import logging as hf_logging
-
-    previous = hf_logging.get_verbosity()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(previous)
-        if bars:
-            hf_logging.enable_progress_bar()
+class HeadError(InputError, RuntimeError):
+    """A masked-LM head that cannot be found, loaded or matched to its model (the user's input: exit 2; still a
+    ``RuntimeError`` for callers that caught it as one)."""
 
 
 def head_hash(model: torch.nn.Module, names: tuple[str, ...] = HEAD_TENSOR_NAMES) -> str:
@@ -132,15 +116,18 @@ def install_head(
 
 def read_head_file(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     """Tensors and metadata of a head safetensors file."""
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
 
     if not path.exists():
         raise HeadError(f"head file not found: {path}")
     tensors: dict[str, torch.Tensor] = {}
-    with safe_open(str(path), framework="pt") as handle:
-        metadata = dict(handle.metadata() or {})
-        for key in handle.keys():
-            tensors[key] = handle.get_tensor(key)
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = dict(handle.metadata() or {})
+            for key in handle.keys():
+                tensors[key] = handle.get_tensor(key)
+    except (SafetensorError, OSError) as error:
+        raise HeadError(f"head file {path}: not a readable safetensors file ({error})") from None
     return tensors, metadata
 
 

@@ -70,7 +70,7 @@ class PostProcessor:
         count = vectors.shape[0]
         if self.needs_fit and count < 2:
             # one vector has no spread: whitening would keep no direction (a (1, 0) array), z-score give zeros
-            raise ValueError(
+            raise InputError(
                 f"post-processing step {self.name!r} is fitted on the vectors it transforms, and {count} "
                 f"vector{'' if count == 1 else 's'} {'has' if count == 1 else 'have'} no spread to fit it on; it needs at least 2: encode "
                 f"several texts in one call, call fit(texts) on a sample first, or fit the step on WikiText-2 "

@@ -27,7 +27,7 @@ from embedlab.data.wikitext import wikitext2_paragraphs
 from embedlab.errors import InputError
 from embedlab.models import LoadedModel
 from embedlab.runtime import ArrayStore, memo
-from embedlab.runtime.progress import progress_bar
+from embedlab.runtime.progress import progress_bar, show_progress
 from embedlab.tokens.store import TokenStateStore
 
 
@@ -60,8 +60,8 @@ def context_averaged_tables(
     counts = torch.zeros(vocab_size, dtype=torch.int64)
     store = TokenStateStore(model, use_disk_cache=False, memory_limit_bytes=0)
     blocks = range(0, len(contexts), block_size)
-    disable = not show_progress_bar
-    for start in progress_bar(blocks, desc="Avg static tables", disable=disable):
+    # None: drawn only on a terminal (or when bars are forced), never under --quiet
+    for start in progress_bar(blocks, desc="Avg static tables", disable=not show_progress(show_progress_bar)):
         for states in store.compute(contexts[start : start + block_size], batch_size=batch_size, show_progress_bar=False):
             ids = torch.from_numpy(states.token_ids)
             counts.index_add_(0, ids, torch.ones_like(ids))
@@ -115,7 +115,7 @@ def model_random_table(model: LoadedModel, seed: int, std: float, dim: int | Non
     return _RANDOM_TABLES.get((model.fingerprint, seed, std, width), build)
 
 
-def avg_tables(model: LoadedModel, contexts: Sequence[str] | None = None, show_progress_bar: bool | None = True) -> np.ndarray:
+def avg_tables(model: LoadedModel, contexts: Sequence[str] | None = None, show_progress_bar: bool | None = None) -> np.ndarray:
     """The cached (L+2, V, d) Avg tables for ``model`` over ``contexts`` (default: WikiText-2 train), read-only."""
     embedding_width = int(model.model.get_input_embeddings().weight.shape[1])
     if embedding_width != model.hidden_size:  # the tables stack the input embeddings (layer -1) with every layer's states
@@ -144,7 +144,8 @@ def single_token_table(model: LoadedModel, batch_size: int = 256, show_progress_
     position = frame.index(-1)
     vocabulary = len(model.tokenizer)
     table = np.zeros((vocabulary, model.hidden_size), dtype=np.float32)
-    for start in progress_bar(range(0, vocabulary, batch_size), desc="distilling the vocabulary", disable=not show_progress_bar):
+    for start in progress_bar(range(0, vocabulary, batch_size), desc="distilling the vocabulary",
+                              disable=not show_progress(show_progress_bar)):
         batch = torch.arange(start, min(start + batch_size, vocabulary))
         input_ids = torch.tensor(frame).repeat(len(batch), 1)
         input_ids[:, position] = batch
@@ -154,7 +155,7 @@ def single_token_table(model: LoadedModel, batch_size: int = 256, show_progress_
     return table
 
 
-def distilled_table(model: LoadedModel, show_progress_bar: bool | None = True) -> np.ndarray:
+def distilled_table(model: LoadedModel, show_progress_bar: bool | None = None) -> np.ndarray:
     """The cached (V, d) :func:`single_token_table` of ``model``, read-only."""
     key = f"{model.fingerprint}-single-token-mean-last"
 

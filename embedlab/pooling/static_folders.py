@@ -215,7 +215,10 @@ def _load_static_model(name: str, path: str, stamp: tuple) -> StaticModelFolder:
     from tokenizers import Tokenizer
 
     folder = Path(path)
-    config = json.loads((folder / "config.json").read_text())
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise StaticModelError(f"{folder / 'config.json'}: not JSON ({error})") from None
     weights_file = folder / "model.safetensors"
     try:
         with safe_open(str(weights_file), framework="numpy") as handle:
@@ -259,12 +262,15 @@ def _check_table(folder: Path, embeddings: np.ndarray, mapping: np.ndarray | Non
         raise StaticModelError(f"{where}: the table has {rows} rows but tokenizer.json has {vocab_size} tokens "
                                "(and there is no 'mapping' from tokens to rows)")
     if mapping is not None:
+        if not np.issubdtype(mapping.dtype, np.integer):  # model2vec refuses it; a cast would cut 9.99 to row 9
+            raise StaticModelError(f"{where}: 'mapping' has dtype {mapping.dtype}; token rows must be integers")
         if mapping.shape != (vocab_size,):
             raise StaticModelError(f"{where}: 'mapping' has shape {mapping.shape}; tokenizer.json has {vocab_size} tokens")
         if mapping.size and (mapping.min() < 0 or mapping.max() >= rows):
             raise StaticModelError(f"{where}: 'mapping' points outside the table's {rows} rows")
     if scales is not None and scales.shape != (vocab_size,):
         raise StaticModelError(f"{where}: 'weights' has shape {scales.shape}; tokenizer.json has {vocab_size} tokens")
+    _check_config_types(folder / "config.json", config)
     quantised = config.get("vocabulary_quantization")
     if quantised is not None and int(quantised) != rows:
         raise StaticModelError(f"{folder / 'config.json'}: vocabulary_quantization is {quantised} but the table has {rows} rows")
@@ -273,6 +279,17 @@ def _check_table(folder: Path, embeddings: np.ndarray, mapping: np.ndarray | Non
         raise StaticModelError(f"{folder / 'config.json'}: hidden_dim is {hidden} but the table is {width} wide")
     if not np.isfinite(embeddings.astype(np.float32)).all() or (scales is not None and not np.isfinite(scales).all()):
         raise StaticModelError(f"{where}: the table or its weights hold NaN or infinite values")
+
+
+def _check_config_types(where: Path, config: object) -> None:
+    """config.json's values of the types model2vec reads: an object, ``normalize`` true/false, the sizes whole numbers."""
+    if not isinstance(config, dict):
+        raise StaticModelError(f"{where}: not a JSON object")
+    for key, kind, wanted in (("normalize", bool, "true or false"), ("hidden_dim", int, "a whole number"),
+                              ("vocabulary_quantization", int, "a whole number")):
+        value = config.get(key)
+        if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+            raise StaticModelError(f"{where}: {key!r} is {value!r}; model2vec reads {wanted}")
 
 
 def plain_tokenizer_json(tokenizer_json: str) -> str:

@@ -6,7 +6,9 @@ which every long loop asks, draws bars on stderr only when someone watches a ter
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from embedlab.errors import InputError
@@ -45,6 +47,18 @@ def progress_bar(iterable=None, **options):
 
     options.setdefault("disable", not show_progress())
     return tqdm(iterable, file=sys.stderr, **options)
+
+
+@contextlib.contextmanager
+def library_bars(module: object) -> Iterator[None]:
+    """Within this block the ``tqdm`` a library module draws unconditionally (transformers' GGUF loading) is
+    :func:`progress_bar`, so its bar follows :func:`show_progress` (a terminal, not --quiet)."""
+    original = module.tqdm
+    module.tqdm = progress_bar
+    try:
+        yield
+    finally:
+        module.tqdm = original
 
 
 def status(message: str) -> None:

@@ -81,7 +81,10 @@ def text_sequences(model: LoadedModel, text_index: int, text: str, token_ids: li
     overhead, copies = (template.overhead(tokenizer), template.copies) if template is not None else (0, 1)
     budget = (limit - len(frame_before) - len(frame_after) - overhead) // copies  # echo holds each chunk twice
     if budget < 1:
-        raise InputError(f"template {template.name if template else ''} leaves no room for text in {limit} tokens")
+        what = f"template {template.name} and " if template is not None else ""
+        raise InputError(f"{'truncate' if max_tokens is not None else 'the model input'}={limit}: {what}the "
+                         f"{len(frame_before) + len(frame_after)} special token(s) {model.name} adds leave no room for "
+                         "text; cut at more tokens")
     if len(token_ids) <= budget:
         chunks = [token_ids]
     elif max_tokens is not None:
@@ -130,6 +133,9 @@ def _padded(batch: list[ModelSequence], pad_id: int, device: torch.device) -> tu
 
 def _batch_outputs(model: LoadedModel, batch: list[ModelSequence], layers: tuple[int, ...]) -> list[np.ndarray]:
     """One batch's (b, width, d) float32 states of each of ``layers``."""
+    if not batch[0].input_ids:  # longest first: only empty texts of a model that adds no token (no forward
+        # pass has a width of 0); they keep empty states, and pooling names the text
+        return [np.empty((len(batch), 0, model.hidden_size), np.float32) for _ in layers]
     input_ids, attention = _padded(batch, model.tokenizer.pad_token_id or 0, model.device)
     # a decoder would fill a key/value cache for generation on every forward pass; states need none
     no_kv_cache = {"use_cache": False} if model.is_decoder else {}

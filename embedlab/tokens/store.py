@@ -223,4 +223,5 @@ _SHARED_STORES = memo("token-state stores")
 
 def store_for(model: LoadedModel) -> TokenStateStore:
     """One shared store per loaded model, so every method over that model shares the memory cache."""
-    return _SHARED_STORES.get((str(model.path), model.fingerprint), lambda: TokenStateStore(model))
+    # the input length is in the key: BERTScore runs the same weights at the tokenizer's 512 (bertscore_scoring)
+    return _SHARED_STORES.get((str(model.path), model.fingerprint, model.max_length), lambda: TokenStateStore(model))

@@ -261,7 +261,7 @@ def test_a_classification_file_too_small_for_its_folds_names_the_file(tmp_path) 
 
 @pytest.mark.parametrize("option, why", [
     ("lr=nan", "must be a finite number"), ("lr=inf", "must be a finite number"),
-    ("lr=-0.1", "must be positive"), ("epochs=-1", "must be at least 0"),
+    ("lr=-0.1", "must be positive"), ("epochs=0", "must be at least 1"),
     ("epochs=nan", "must be a whole number"), ("seed=-3", "must be at least 0"), ("seed=1.5", "must be a whole number"),
 ])
 def test_bad_neural_options_fail_when_the_spec_is_read(option, why) -> None:

@@ -24,7 +24,7 @@ from embedlab.spec import SpecError
         ("bert+avg:minilm,w=-inf", "option w='-inf': must be a finite number"),
         ("neural:minilm,lr=nan", "option lr='nan': must be a finite number"),
         ("neural:minilm,lr=0", "option lr='0': must be positive"),
-        ("neural:minilm,epochs=-1", "option epochs='-1': must be at least 0"),
+        ("neural:minilm,epochs=0", "option epochs='0': must be at least 1"),
         ("neural:minilm,seed=x", "option seed='x': must be a whole number"),
     ],
 )
