@@ -20,7 +20,9 @@ from embedlab import runtime
 from embedlab.cli.arguments import add_out, add_quiet, positive_int
 from embedlab.data import unicode_problem
 from embedlab.data.corpus import FORMATS, Corpus
-from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, same_path, shard_bytes
+from embedlab.engines.parquet_vectors import shard_bytes
+from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES
+from embedlab.runtime.outputs import same_path
 from embedlab.errors import InputError  # a command-line choice that cannot work (output path, option combination)
 from embedlab.runtime import atomic_write_bytes
 from embedlab.runtime.outputs import check_output_file

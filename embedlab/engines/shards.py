@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from embedlab import runtime
+from embedlab.engines.parquet_vectors import read_shard, shard_bytes
 from embedlab.engines.resume import comparable, difference
-from embedlab.runtime.outputs import same_path  # noqa: F401 - also the CLI's name for it
+from embedlab.runtime.outputs import same_path
 from embedlab.errors import InputError
 
 ENGINES = ("local", "ray")
@@ -93,40 +94,6 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def shard_bytes(ids: Sequence[int | str], vectors: np.ndarray, texts: Sequence[str] | None = None) -> object:
-    """Parquet bytes (a pyarrow buffer): ``id``, ``vector`` (fixed-size list of float32, or of int8/uint8
-    for quantised vectors), optional ``text``.
-
-    The one Parquet layout of embedlab's vectors: a shard, and ``embed --output FILE.parquet``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    vectors = np.asarray(vectors)
-    vectors = np.ascontiguousarray(vectors, dtype=vectors.dtype if vectors.dtype in (np.int8, np.uint8) else np.float32)
-    id_type = pa.int64() if ids and isinstance(ids[0], int) else pa.string()
-    columns = {
-        "id": pa.array(list(ids), type=id_type),
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.from_numpy_dtype(vectors.dtype)), vectors.shape[1]),
-    }
-    if texts is not None:
-        columns["text"] = pa.array(list(texts), type=pa.string())
-    sink = pa.BufferOutputStream()
-    pq.write_table(pa.table(columns), sink)
-    return sink.getvalue()
-
-
-def read_shard(path: Path) -> tuple[list[int | str], np.ndarray]:
-    """``(ids, vectors)`` of one shard; the vectors C-contiguous, float32 (or int8/uint8 as stored)."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(path)
-    column = table.column("vector").combine_chunks()
-    width = column.type.list_size
-    flat = column.flatten().to_numpy(zero_copy_only=False)
-    dtype = flat.dtype if flat.dtype in (np.int8, np.uint8) else np.float32
-    return table.column("id").to_pylist(), np.ascontiguousarray(flat.reshape(-1, width), dtype=dtype)
 
 
 class OutputFolder:

@@ -80,7 +80,8 @@ def test_a_lying_manifest_is_refused(folder, change, message):
 
 
 def test_a_shard_with_other_rows_than_listed_is_refused(folder, tmp_path):
-    from embedlab.engines.shards import OutputFolder, shard_bytes
+    from embedlab.engines.parquet_vectors import shard_bytes
+    from embedlab.engines.shards import OutputFolder
 
     payload = bytes(memoryview(shard_bytes([5, 6, 7], np.zeros((3, 384), np.float32))))
     (folder / "shard-00001.parquet").write_bytes(payload)
