@@ -50,6 +50,8 @@ class BatchedRun:
     changes: list[list[torch.Tensor]]  # per text, per tuned parameter (in ``options.params`` order)
     top: BatchedTop
     frozen: FrozenFeatures
+    # per text, a replayed (pre-LN, ALBERT) model's hidden states of its unmasked rows: untuned (False) and tuned (True)
+    replayed_states: list[dict[bool, list[torch.Tensor]]] | None = None
 
 
 def micro_tune_batched(
@@ -81,14 +83,13 @@ def _micro_tune_batched(masked_lm: MaskedLM, group: list[TextInputs], options: N
     if not batched_supported(options.params, masked_lm.num_layers, masked_lm.layout):
         raise InputError(f"neural: the batched path does not cover params {list(options.params)}; use the reference path")
     top = BatchedTop(masked_lm, options.params, len(group))
-    if top.replay and need_plain:
-        raise InputError(f"neural: the hidden-layer variants read a post-LN last block; {masked_lm.layout.family} has none")
-    replayed = ReplayedModule(masked_lm, group, top.tuned, top.original) if top.replay else None
+    replayed = ReplayedModule(masked_lm, group, top.tuned, top.original, need_plain=need_plain) if top.replay else None
     frozen = replayed.frozen if replayed is not None else frozen_features(masked_lm, group, top.block_mode, need_plain)
     weights = _loss_weights(frozen, len(group))
     tuned = [top.tuned[name] for name in options.params]
     optimizer = BatchedAdamW(tuned, lr=options.learning_rate)
     candidates: GroupCandidates | None = None
+    replayed_states: list[dict[bool, list[torch.Tensor]]] | None = None
 
     def epoch_gradients(dense_at: DenseAt, wrt: list[torch.Tensor]) -> list[torch.Tensor]:
         nonlocal candidates
@@ -103,13 +104,15 @@ def _micro_tune_batched(masked_lm: MaskedLM, group: list[TextInputs], options: N
         step = _replayed_step(top, replayed, options.params) if replayed is not None else _fixed_step(top, frozen, tuned)
         for _ in range(options.epochs):
             optimizer.step(step(epoch_gradients))
+        if replayed is not None and need_plain:  # Appendix G's variants: each text's rows replayed with its tuned vectors
+            replayed_states = [{False: call.original, True: replayed.tuned_states(call)} for call in replayed.plain]
     finally:
         if replayed is not None:
             replayed.close()
     # one transfer per tuned vector after the last epoch (elementwise, so the same values as per text)
     deltas = {name: (top.tuned[name].detach() - top.original[name]).cpu() for name in options.params}
     changes = [[deltas[name][index].clone() for name in options.params] for index in range(len(group))]
-    return BatchedRun(changes, top, frozen)
+    return BatchedRun(changes, top, frozen, replayed_states)
 
 
 def _loss_weights(frozen: FrozenFeatures, texts: int) -> torch.Tensor:

@@ -22,7 +22,7 @@ from embedlab.neural.adapters import NormSpec, norm_spec_of
 from embedlab.neural.device import model_device
 from embedlab.neural.frozen import FrozenFeatures, position_targets, same_shape_batches
 from embedlab.neural.head import IGNORE_LABEL, MaskedLM
-from embedlab.neural.inputs import TextInputs
+from embedlab.neural.inputs import TextInputs, padded_inputs
 
 
 @dataclass
@@ -35,6 +35,17 @@ class ReplayBatch:
     kwargs: dict
     masked: torch.Tensor  # (rows, length) positions carrying a label
     select: torch.Tensor  # (rows, texts) one-hot: each row's text
+
+
+@dataclass
+class PlainCall:
+    """One text's unmasked rows through the replayed module (Appendix G's variants read its output)."""
+
+    args: tuple
+    kwargs: dict
+    original: list[torch.Tensor]  # per row: the hidden states of its real tokens, untuned
+    mask: torch.Tensor  # (rows, length) real tokens
+    select: torch.Tensor  # (rows, texts) one-hot: the text of every row
 
 
 class RowVectors:
@@ -79,11 +90,13 @@ class ReplayedModule:
     """A group's replay: the recorded calls of the replayed module, its masked positions and their targets."""
 
     def __init__(self, masked_lm: MaskedLM, group: list[TextInputs], tuned: dict[str, torch.Tensor], original: dict[str, torch.Tensor],
-                 token_budget: int = 1024) -> None:
+                 token_budget: int = 1024, need_plain: bool = False) -> None:
         self.model, self.layout = masked_lm.model, masked_lm.layout
         self.module = self.layout.replay_module(self.model)
         self.texts = len(group)
         self.batches, initial = self._record(group, token_budget)
+        # recorded before the row hooks exist: the frozen model's own outputs
+        self.plain = self.record_plain(group, masked_lm.tokenizer) if need_plain else []
         labels, owners, multiplicity = position_targets(group, model_device(self.model))
         self.frozen = FrozenFeatures(initial, labels, owners, multiplicity=multiplicity)
         self.vectors = RowVectors(self.model, {name: tensor for name, tensor in tuned.items() if name not in self.layout.head_vectors}, original)
@@ -133,6 +146,47 @@ class ReplayedModule:
             for index, features in self._features(batch).items():
                 parts[index] = features
         return torch.cat(parts)
+
+    def hidden(self, output: object) -> torch.Tensor:
+        """The model's last hidden states from the replayed module's output (a causal LM's final norm applied,
+        as its ``last_hidden_state``; the norm stays the model's own)."""
+        hidden = self.layout.replay_output(self.model, output)
+        return self.layout.transform(self.model, hidden) if self.layout.causal else hidden
+
+    def record_plain(self, group: list[TextInputs], tokenizer) -> list[PlainCall]:
+        """Each text's unmasked rows (a causal LM's rows are the text itself; an encoder's its chunks in
+        ``[CLS] … [SEP]``) run once through the frozen model, the replayed module's call recorded."""
+        device = model_device(self.model)
+        calls: list[tuple[tuple, dict]] = []
+        outputs: list[object] = []
+        hooks = (self.module.register_forward_pre_hook(lambda _, args, kwargs: calls.append((args, kwargs)), with_kwargs=True),
+                 self.module.register_forward_hook(lambda _, args, output: outputs.append(output)))
+        extra = {"use_cache": False} if self.layout.causal else {}
+        recorded = []
+        try:
+            with torch.no_grad():
+                for index, inputs in enumerate(group):
+                    ids, attention = (inputs.input_ids, inputs.attention_mask) if self.layout.causal else padded_inputs(inputs.chunks, tokenizer)
+                    ids, attention = ids.to(device), attention.to(device)
+                    self.model.base_model(input_ids=ids, attention_mask=attention, **extra)
+                    mask = attention.bool()
+                    select = torch.zeros((len(ids), self.texts), device=device)
+                    select[:, index] = 1.0
+                    recorded.append(PlainCall(*calls[-1], list(self._rows(self.hidden(outputs[-1]), mask)), mask, select))
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return recorded
+
+    @staticmethod
+    def _rows(hidden: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
+        return [states[row_mask] for states, row_mask in zip(hidden, mask)]
+
+    def tuned_states(self, call: PlainCall) -> list[torch.Tensor]:
+        """One text's unmasked rows replayed with its tuned vectors: per row, its real tokens' hidden states."""
+        self.vectors.select = call.select
+        with torch.no_grad():
+            return self._rows(self.hidden(self.module(*call.args, **call.kwargs)), call.mask)
 
     def close(self) -> None:
         self.vectors.remove()

@@ -132,7 +132,7 @@ def embed_texts_variants(
 
     def read_off(members: list[int], run: BatchedRun) -> None:
         for local, member in enumerate(members):
-            vectors = hidden_variants(run.top, run.frozen, local, hidden) if hidden else {}
+            vectors = hidden_variants(run.top, run.frozen, local, hidden, run.replayed_states[local] if run.replayed_states else None) if hidden else {}
             if "neural" in variants:
                 vectors["neural"] = weight_change_embedding(run.changes[local], f"text {indices[member]}")
             for variant in variants:

@@ -4,6 +4,10 @@
 * Appendix G: the last block's output for the unmasked text, as its ``[CLS]`` state (``cls``) or token
   average (``avg``); of the original model (``cls``, ``avg``: no micro-tuning needed), of the tuned one
   (``*-tuned``), or their difference (``*-diff``). They need the last block tuned (``params=block``).
+  On a post-LN encoder the block's tuned vectors act after everything frozen; on a pre-LN block or ALBERT's
+  shared layer the replayed module is re-run with them (:mod:`~embedlab.neural.replay`), so the variants
+  read the model's last hidden states either way. A causal LM has no ``cls``: its first token has seen
+  only itself.
 
 One batched run that tunes the last block yields all seven at once (:func:`shared_run_variants`).
 """
@@ -42,10 +46,12 @@ def check_variants(variants: Sequence[str], options: NeuralOptions, num_layers: 
         if variant not in VARIANTS:
             raise InputError(f"neural: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     hidden = [variant for variant in variants if variant != "neural"]
-    if hidden and layout is not None and not layout.block_batched:
-        raise InputError(
-            f"neural: variant {hidden[0]!r} reads a post-LN last block's output (Appendix G); {layout.family} has none, so only variant=neural runs"
-        )
+    if hidden and layout is not None and not layout.block_batched and layout.replay_module is None:
+        raise InputError(f"neural: variant {hidden[0]!r} reads the last block's output (Appendix G); {layout.family}'s is not reachable, so only variant=neural runs")
+    first_token = [variant for variant in hidden if variant.startswith("cls")]
+    if first_token and layout is not None and layout.causal:
+        raise InputError(f"neural: variant {first_token[0]!r} reads the first token's state, which in causal LM {layout.family} has seen only "
+                         "itself (Appendix G's [CLS] has seen the whole text); use avg, avg-tuned or avg-diff")
     reading_tuned_block = [variant for variant in variants if variant != "neural" and variant not in UNTUNED_VARIANTS]
     if reading_tuned_block and not tunes_last_block(options.params, num_layers, layout):
         raise InputError(
@@ -53,20 +59,30 @@ def check_variants(variants: Sequence[str], options: NeuralOptions, num_layers: 
         )
 
 
-def hidden_variants(top: BatchedTop, frozen: FrozenFeatures, index: int, variants: Sequence[str]) -> dict[str, torch.Tensor]:
+def readable_variants(layout=None) -> tuple[str, ...]:
+    """The variants a model with ``layout`` has: all but the ``cls`` ones on a causal LM (see :func:`check_variants`)."""
+    if layout is not None and layout.causal:
+        return tuple(variant for variant in VARIANTS if not variant.startswith("cls"))
+    return VARIANTS
+
+
+def hidden_variants(top: BatchedTop, frozen: FrozenFeatures, index: int, variants: Sequence[str],
+                    replayed: dict[bool, list[torch.Tensor]] | None = None) -> dict[str, torch.Tensor]:
     """Appendix G: last-block output of the unmasked text ([CLS] or token average), original/tuned/difference.
 
     Chunks of a long text: the [CLS] vectors are averaged over chunks; the token average runs over all
     tokens ([CLS]/[SEP] included, as sentence-transformers' mean pooling) of all chunks. The chunks'
-    original and tuned states are computed once and shared by all requested variants.
+    original and tuned states are computed once and shared by all requested variants. ``replayed``: a
+    pre-LN or ALBERT model's states, per row of real tokens, untuned (False) and tuned (True), from
+    re-running the replayed module (:meth:`~embedlab.neural.replay.ReplayedModule.tuned_states`); they
+    are the model's last hidden states (a causal LM's after its final norm), BOS included.
     """
-    features = frozen.plain[index]
-    mask = frozen.plain_mask[index]
-    owner = torch.full(features.shape[:1], index, dtype=torch.long, device=features.device)
-    chunk_states: dict[bool, list[torch.Tensor]] = {}
+    chunk_states: dict[bool, list[torch.Tensor]] = dict(replayed) if replayed is not None else {}
 
     def states_of(tuned: bool) -> list[torch.Tensor]:
         if tuned not in chunk_states:
+            features, mask = frozen.plain[index], frozen.plain_mask[index]
+            owner = torch.full(features.shape[:1], index, dtype=torch.long, device=features.device)
             outputs = []
             for row in range(features.shape[0]):
                 tokens = features[row][mask[row]]
@@ -103,10 +119,11 @@ def shared_run_variants(options: NeuralOptions, num_layers: int, layout=None) ->
     tuned weights, so one run gives all seven; ``cls`` and ``avg`` need no tuning and give each other;
     otherwise only the requested variant.
     """
+    readable = readable_variants(layout)
     if options.variant in UNTUNED_VARIANTS:  # no micro-tuning run to share beyond the other untuned one
-        return UNTUNED_VARIANTS
-    if layout is not None and not layout.block_batched:
+        return tuple(variant for variant in UNTUNED_VARIANTS if variant in readable)
+    if layout is not None and not layout.block_batched and layout.replay_module is None:
         return (options.variant,)
     if batched_supported(options.params, num_layers, layout) and tunes_last_block(options.params, num_layers, layout):
-        return VARIANTS
+        return readable
     return (options.variant,)

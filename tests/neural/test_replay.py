@@ -13,12 +13,14 @@ import torch
 from conformance.tiny_models import build_tiny
 from embedlab.neural.family import NeuralEmbedder
 from embedlab.neural.tuning import embed_texts
+from embedlab.neural.batched import micro_tune_batched
 from embedlab.neural.frozen import same_shape_batches
 from embedlab.neural.head import load_masked_lm
-from embedlab.neural.inputs import BLUEPRINTS, causal_text_inputs, text_inputs
+from embedlab.neural.inputs import BLUEPRINTS, causal_text_inputs, padded_inputs, text_inputs
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
 from embedlab.neural.replay import ReplayedModule
 from embedlab.neural.top import BatchedTop
+from embedlab.neural.variants import hidden_variants, readable_variants, shared_run_variants
 
 REPLAYED = ("ALBERT", "ModernBERT", "GPT-2", "Llama", "Qwen2", "Gemma3")
 TEXTS = [
@@ -92,9 +94,51 @@ def test_replaying_the_recorded_call_with_untuned_rows_gives_the_models_features
     assert not any(module._forward_hooks for module in masked_lm.model.modules())
 
 
-def test_auto_path_is_batched_for_the_block_preset_and_variants_stay_refused(tiny_models) -> None:
+def test_auto_path_is_batched_for_the_block_preset_and_a_causal_lm_has_no_cls_variant(tiny_models) -> None:
     embedder = NeuralEmbedder(str(tiny_models["Llama"].path), {"params": "block"}, use_cache=False)
     embedder._masked_lm = tiny_models["Llama"]
     assert embedder.path == "batched"
-    with pytest.raises(ValueError, match="post-LN"):
-        embed_texts(tiny_models["Llama"], TEXTS[:1], NeuralOptions(tiny_models["Llama"].layout.block_vectors, variant="avg"))
+    with pytest.raises(ValueError, match="has seen only itself"):
+        embed_texts(tiny_models["Llama"], TEXTS[:1], NeuralOptions(tiny_models["Llama"].layout.block_vectors, variant="cls-tuned"))
+    assert shared_run_variants(NeuralOptions(tiny_models["Llama"].layout.block_vectors), 2, tiny_models["Llama"].layout) == (
+        "neural", "avg", "avg-tuned", "avg-diff")
+
+
+def _plain_hidden(masked_lm, inputs) -> list[torch.Tensor]:
+    """The model's own last hidden states of a text's unmasked rows, real tokens only (what the variants read)."""
+    ids, attention = (inputs.input_ids, inputs.attention_mask) if masked_lm.layout.causal else padded_inputs(inputs.chunks, masked_lm.tokenizer)
+    with torch.no_grad():
+        hidden = masked_lm.model.base_model(input_ids=ids, attention_mask=attention).last_hidden_state
+    return [rows[mask] for rows, mask in zip(hidden, attention.bool())]
+
+
+@pytest.mark.parametrize("architecture", ["ALBERT", "ModernBERT", "Llama"])
+def test_appendix_g_variants_on_replayed_models_are_the_models_hidden_states_before_and_after_tuning(tiny_models, architecture: str) -> None:
+    masked_lm = tiny_models[architecture]
+    layout = masked_lm.layout
+    make = causal_text_inputs if layout.causal else text_inputs
+    group = [make(text, masked_lm.tokenizer, masked_lm.max_length, BLUEPRINTS, f"text {index}") for index, text in enumerate(TEXTS[:2])]
+    run = micro_tune_batched(masked_lm, group, NeuralOptions(layout.block_vectors, epochs=2), need_plain=True)
+    for index, inputs in enumerate(group):
+        untuned = _plain_hidden(masked_lm, inputs)
+        # the tuned states equal a forward of the whole model with this text's tuned vectors written into it
+        parameters = [masked_lm.model.get_parameter(name) for name in layout.block_vectors]
+        saved = [parameter.detach().clone() for parameter in parameters]
+        with torch.no_grad():
+            for parameter, change in zip(parameters, run.changes[index]):
+                parameter += change
+        try:
+            tuned = _plain_hidden(masked_lm, inputs)
+        finally:
+            with torch.no_grad():
+                for parameter, value in zip(parameters, saved):
+                    parameter.copy_(value)
+        states = run.replayed_states[index]
+        assert all(torch.allclose(got, want, atol=1e-5) for got, want in zip(states[False], untuned))
+        assert all(torch.allclose(got, want, atol=1e-5) for got, want in zip(states[True], tuned))
+        assert not all(torch.allclose(got, want, atol=1e-5) for got, want in zip(states[True], untuned))  # tuning moved them
+        vectors = hidden_variants(run.top, run.frozen, index, readable_variants(layout)[1:], states)
+        assert torch.allclose(vectors["avg"], torch.cat(untuned).mean(dim=0), atol=1e-5)
+        assert torch.allclose(vectors["avg-diff"], vectors["avg-tuned"] - vectors["avg"], atol=1e-6)
+        if not layout.causal:
+            assert torch.allclose(vectors["cls"], untuned[0][0], atol=1e-5)
