@@ -117,7 +117,7 @@ def check_for_model(model: LoadedModel | ModelTraits, spec: MethodSpec) -> None:
     if needs_mask_token(template) and not has_mask:
         raise InputError(f"{spec}: template {template} needs a mask token and model {name!r} ({kind}) has none; "
                          f"use {NO_MASK_ALTERNATIVES}")
-    _check_limits(name, model.num_layers, model.max_length, spec)
+    _check_limits(name, model.num_layers, model.max_length, model.special_tokens, spec)
     pool = spec.get("pool")
     if pool == "cls" and kind == "decoder":
         raise InputError(f"{spec}: pool=cls takes the first token, which in decoder {name!r} has seen only itself; "
@@ -128,7 +128,7 @@ def check_for_model(model: LoadedModel | ModelTraits, spec: MethodSpec) -> None:
         raise InputError(f"{spec}: pool={pool} averages the tokens a template marks, and template={template} marks none; use {hint}")
 
 
-def _check_limits(name: str, num_layers: int | None, max_length: int | None, spec: MethodSpec) -> None:
+def _check_limits(name: str, num_layers: int | None, max_length: int | None, special_tokens: int, spec: MethodSpec) -> None:
     """A layer the model does not have, or a cut longer than its input, refused with the model's limit."""
     options = spec.schema.options if spec.schema is not None else {}
     if "layers" in options and num_layers is not None:
@@ -138,7 +138,11 @@ def _check_limits(name: str, num_layers: int | None, max_length: int | None, spe
                                  f"{num_layers} layers; use layers from -1 to {num_layers} (-1: static token embeddings, "
                                  f"0: embedding output, {num_layers} or last: the last layer), joined by '+'")
     if "truncate" in options and max_length is not None and spec.get("truncate") != "none":
-        if int(spec.get("truncate")) > max_length:
-            raise InputError(f"{spec}: truncate={spec.get('truncate')}: model {name!r} takes at most {max_length} input "
-                             f"tokens; use truncate=1 to truncate={max_length}, or leave truncate out (without truncate, "
+        truncate, shortest = int(spec.get("truncate")), special_tokens + 1
+        if truncate < shortest:  # before any text is read: the cut holds the special tokens and nothing else
+            raise InputError(f"{spec}: truncate={truncate}: the {special_tokens} special token(s) {name} adds leave no room "
+                             f"for text; use truncate={shortest} to truncate={max_length}, or leave truncate out")
+        if truncate > max_length:
+            raise InputError(f"{spec}: truncate={truncate}: model {name!r} takes at most {max_length} input "
+                             f"tokens; use truncate={shortest} to truncate={max_length}, or leave truncate out (without truncate, "
                              "long texts are split into sentence-packed chunks and nothing is cut)")

@@ -101,6 +101,7 @@ class ModelTraits:
     num_layers: int | None = None
     max_length: int | None = None
     width: int | None = None  # the hidden size: the pooled vectors' width
+    special_tokens: int = 0  # the tokens the tokenizer puts around one sequence ([CLS] … [SEP]: 2)
 
 
 def model_traits(name: str) -> ModelTraits | None:
@@ -131,9 +132,21 @@ def _traits_of_folder(path: str) -> ModelTraits:
     config = AutoConfig.from_pretrained(path, local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     layers, width = getattr(config, "num_hidden_layers", None), getattr(config, "hidden_size", None)
+    before, after = special_frame(tokenizer)
     return ModelTraits("decoder" if _is_decoder_config(config) else "encoder", tokenizer.mask_token_id is not None,
                        int(layers) if layers is not None else None, _max_length(Path(path), tokenizer, config),
-                       int(width) if width is not None else None)
+                       int(width) if width is not None else None, len(before) + len(after))
+
+
+def special_frame(tokenizer: object) -> tuple[list[int], list[int]]:
+    """The special token ids ``tokenizer`` puts before and after one sequence (e.g. [CLS] … [SEP])."""
+    probe = "hello"
+    bare = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
+    full = list(tokenizer(probe)["input_ids"])
+    for offset in range(len(full) - len(bare) + 1):
+        if full[offset : offset + len(bare)] == bare:
+            return full[:offset], full[offset + len(bare) :]
+    raise ValueError(f"cannot locate the special-token frame of tokenizer {type(tokenizer).__name__}")
 
 
 @dataclass
@@ -179,13 +192,13 @@ class LoadedModel:
     @functools.cached_property
     def special_frame(self) -> tuple[list[int], list[int]]:
         """The special token ids the tokenizer puts before and after one sequence (e.g. [CLS] … [SEP])."""
-        probe = "hello"
-        bare = list(self.tokenizer(probe, add_special_tokens=False)["input_ids"])
-        full = list(self.tokenizer(probe)["input_ids"])
-        for offset in range(len(full) - len(bare) + 1):
-            if full[offset : offset + len(bare)] == bare:
-                return full[:offset], full[offset + len(bare) :]
-        raise ValueError(f"cannot locate the special-token frame of tokenizer {type(self.tokenizer).__name__}")
+        return special_frame(self.tokenizer)
+
+    @property
+    def special_tokens(self) -> int:
+        """How many tokens the frame adds to each sequence."""
+        before, after = self.special_frame
+        return len(before) + len(after)
 
     def with_special_tokens(self, token_ids: list[int]) -> list[int]:
         """One input sequence: ``token_ids`` inside the model's special-token frame."""

@@ -46,9 +46,11 @@ def test_fitting_a_step_on_one_text_exits_2():
     assert exit_status(caught.value) == 2
 
 
-def test_truncate_1_names_truncate_and_the_special_tokens():
-    with pytest.raises(InputError, match=r"truncate=1: the 2 special token\(s\) minilm adds leave no room"):
-        embedlab.load("minilm:truncate=1").encode(["A man plays a guitar."])
+def test_truncate_1_is_refused_at_load_naming_truncate_and_the_special_tokens():
+    for cut in (1, 2):  # [CLS] and [SEP] alone: no text
+        with pytest.raises(InputError, match=rf"truncate={cut}: the 2 special token\(s\) minilm adds leave no room.*truncate=3 to truncate=256"):
+            embedlab.load(f"minilm:truncate={cut}")
+    embedlab.load("minilm:truncate=3")  # one text token fits
 
 
 def test_prompteol_with_mean_pooling_warns_with_the_usual_pairing():
