@@ -227,7 +227,15 @@ def figure_name(dataset: str, subset: str, metric: str) -> str:
 def write_report(
     results: list[MethodResult], folder: Path, datasets: list[str], summaries: dict[str, dict], paper: bool = True
 ) -> Path:
-    """Write ``report.md`` and ``figures/*.png`` under ``folder``; return the report's path."""
+    """Write ``report.md`` and ``figures/*.png`` under ``folder``, one writer at a time (a second is refused
+    while the first holds the folder's lock); return the report's path."""
+    from embedlab.runtime.outputs import writer_lock
+
+    with writer_lock(folder):
+        return _write_report(results, folder, datasets, summaries, paper)
+
+
+def _write_report(results: list[MethodResult], folder: Path, datasets: list[str], summaries: dict[str, dict], paper: bool) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     lines = ["# ALIGN-SIM report", "", "Methods: " + ", ".join(f"`{r.method}`" for r in results), ""]
     if summaries:

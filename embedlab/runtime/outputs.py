@@ -101,22 +101,13 @@ def _refuse_non_empty(folder: Path, option: str) -> None:
 
 
 @contextlib.contextmanager
-def output_folder(folder: Path, *, inputs: Iterable[Path | str | None] = (), option: str = "--out") -> Iterator[Path]:
-    """A new folder written whole or not at all: yields a staging folder beside ``folder`` to write into,
-    renamed to ``folder`` when the block ends without error (removed when it fails).
-
-    ``folder`` must be new or empty and not one of ``inputs``. A lock (``.<name>.lock`` beside it, an
-    ``flock`` the kernel drops when its holder dies) refuses a second writer at once, and the staging
-    folders of killed writers are removed when the lock is taken."""
+def writer_lock(folder: Path, option: str = "--out") -> Iterator[None]:
+    """Hold the writer's lock of ``folder`` (``.<name>.lock`` beside it, an ``flock`` the kernel drops when its
+    holder dies): a second writer into the same folder is refused at once, naming ``option``."""
     from filelock import FileLock, Timeout
 
     folder = Path(folder).expanduser()
-    for given in inputs:
-        if given is not None and same_path(folder, Path(given).expanduser()):
-            raise InputError(f"{option} {folder} is the input {given}; give another folder (nothing was written)")
-    _refuse_non_empty(folder, option)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    _check_takes_files(folder.parent, folder, option)
     lock = FileLock(str(folder.with_name(f".{folder.name}.lock")), timeout=0)
     try:
         lock.acquire()
@@ -124,6 +115,28 @@ def output_folder(folder: Path, *, inputs: Iterable[Path | str | None] = (), opt
         raise InputError(f"{option} {folder}: another embedlab process is writing this folder; wait for it to finish "
                          "or give another folder (nothing was written)") from None
     try:
+        yield
+    finally:
+        lock.release()
+        Path(lock.lock_file).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def output_folder(folder: Path, *, inputs: Iterable[Path | str | None] = (), option: str = "--out") -> Iterator[Path]:
+    """A new folder written whole or not at all: yields a staging folder beside ``folder`` to write into,
+    renamed to ``folder`` when the block ends without error (removed when it fails).
+
+    ``folder`` must be new or empty and not one of ``inputs``. A lock (``.<name>.lock`` beside it, an
+    ``flock`` the kernel drops when its holder dies) refuses a second writer at once, and the staging
+    folders of killed writers are removed when the lock is taken."""
+    folder = Path(folder).expanduser()
+    for given in inputs:
+        if given is not None and same_path(folder, Path(given).expanduser()):
+            raise InputError(f"{option} {folder} is the input {given}; give another folder (nothing was written)")
+    _refuse_non_empty(folder, option)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    _check_takes_files(folder.parent, folder, option)
+    with writer_lock(folder, option):
         remove_orphan_staging(folder)
         _refuse_non_empty(folder, option)  # written by a writer that finished while this one waited
         staging = folder.with_name(f"{_staging_prefix(folder)}{os.getpid()}.staging")
@@ -136,6 +149,4 @@ def output_folder(folder: Path, *, inputs: Iterable[Path | str | None] = (), opt
             os.replace(staging, folder)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    finally:
-        lock.release()
-        Path(lock.lock_file).unlink(missing_ok=True)
+

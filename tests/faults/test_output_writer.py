@@ -81,6 +81,22 @@ def test_a_second_writer_of_one_folder_is_refused(tmp_path):
     assert not out.exists()
 
 
+def test_report_folders_of_reproduce_and_alignsim_refuse_a_second_writer(tmp_path):
+    from filelock import FileLock
+
+    from embedlab.results import alignsim_report
+    from embedlab.results.reproduce import render
+
+    for folder, write in ((tmp_path / "reproduce", lambda out: render.write_report(["matching"], out, command="test")),
+                          (tmp_path / "alignsim", lambda out: alignsim_report.write_report([], out, [], {}))):
+        with FileLock(str(folder.with_name(f".{folder.name}.lock")), timeout=0):  # another run writes there
+            with pytest.raises(outputs.InputError, match="another embedlab process is writing"):
+                write(folder)
+        assert not folder.exists()
+        report = write(folder)  # the lock is released: the rerun writes
+        assert (report[0] if isinstance(report, tuple) else report).is_file()
+
+
 def test_a_killed_writers_leftovers_do_not_block_the_rerun(tmp_path):
     out = tmp_path / "model"
     out.mkdir()

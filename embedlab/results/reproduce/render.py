@@ -132,14 +132,15 @@ def render_html(sections: dict[str, list[Row]], records: dict[str, list[StoredRe
 def write_report(papers: Sequence[str], out: Path, *, command: str, values_folder: Path = PAPER_VALUES,
                  records_folder: Path = RECORDS) -> tuple[Path, Path]:
     """Render ``papers`` from their values and records into ``out``/report.md and ``out``/report.html."""
-    from embedlab.runtime import atomic_write_bytes
+    from embedlab.runtime.outputs import write_output_text, writer_lock
 
     sections = {paper: report_rows(paper, values_folder=values_folder, records_folder=records_folder) for paper in papers}
     records = {paper: read_records(paper, records_folder) for paper in papers}
-    out.mkdir(parents=True, exist_ok=True)
     markdown, page = out / "report.md", out / "report.html"
-    atomic_write_bytes(markdown, render_markdown(sections, records, command=command).encode("utf-8"))
-    atomic_write_bytes(page, render_html(sections, records, command=command).encode("utf-8"))
+    with writer_lock(out):  # one writer at a time; each file atomic, a symlink replaced, not written through
+        out.mkdir(parents=True, exist_ok=True)
+        write_output_text(markdown, render_markdown(sections, records, command=command))
+        write_output_text(page, render_html(sections, records, command=command))
     return markdown, page
 
 
