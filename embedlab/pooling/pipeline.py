@@ -121,7 +121,7 @@ class PoolingPipeline:
         """Stages 1–3: (n, d) pooled vectors, before post-processing, streamed chunk by chunk (see the
         module docstring); only one chunk's token vectors are held at a time."""
         if self.static_fast_path:  # the static path holds token ids only, never vectors
-            return self._pool_static(texts, idf)
+            return self._pool_static(texts, idf, show_progress_bar)
         long = long_texts.long_positions(self.source, texts)  # a book-length text streams a group of its chunks at a time
         if long:
             return long_texts.pool_around_long_texts(
@@ -153,15 +153,16 @@ class PoolingPipeline:
 
     def _pool_chunk(self, texts: list[str], idf: np.ndarray | None, batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         if self.static_fast_path:
-            return self._pool_static(texts, idf)
+            return self._pool_static(texts, idf, show_progress_bar)
         flat, matrix = self.source.token_vectors(texts, batch_size, show_progress_bar)
         keep = select_tokens(flat, self.selection.include_special, self.selection.excluded_vocab)
         return aggregate(matrix, flat, token_weights(flat, keep, idf), keep, self.aggregation)
 
-    def _pool_static(self, texts: list[str], idf: np.ndarray | None) -> np.ndarray:
+    def _pool_static(self, texts: list[str], idf: np.ndarray | None, show_progress_bar: bool | None = None) -> np.ndarray:
         """A static source's vectors: token ids in, one weighted sum of table rows per text out. Many texts
         are tokenised and summed batch by batch on the cores (the tokenizer, numpy and scipy release the
         GIL), unless their tokens are remembered already (an idf fit on the same texts tokenised them)."""
+        self.source.table(show_progress_bar)  # a table built on first use draws its bar as the caller asked
         if len(texts) <= STATIC_BATCH_TEXTS or tokenized_already(self.model, texts):
             return self._pool_static_tokens(tokenized_texts(self.model, texts), idf)
         batches = [texts[start : start + STATIC_BATCH_TEXTS] for start in range(0, len(texts), STATIC_BATCH_TEXTS)]

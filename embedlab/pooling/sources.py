@@ -229,23 +229,24 @@ class StaticTokens:
     static = True
     streams = False  # token ids only, never a matrix of states
 
-    def table(self) -> np.ndarray:
-        """(R, d) float32 table of token vectors (read-only)."""
+    def table(self, show_progress_bar: bool | None = None) -> np.ndarray:
+        """(R, d) float32 table of token vectors (read-only); a table built on first use draws its progress
+        bar as ``show_progress_bar`` says (``encode``'s argument)."""
         raise NotImplementedError
 
     def lookup(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Rows of :meth:`table` and per-token scales (None: 1) of ``token_ids``."""
         return token_ids, None
 
-    def vectors(self, token_ids: np.ndarray) -> np.ndarray:
+    def vectors(self, token_ids: np.ndarray, show_progress_bar: bool | None = None) -> np.ndarray:
         """(T, d) float32 vectors of ``token_ids``."""
         rows, scales = self.lookup(token_ids)
-        gathered = self.table()[rows]
+        gathered = self.table(show_progress_bar)[rows]
         return gathered if scales is None else gathered * scales[:, None]
 
     def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
         flat = tokenized_texts(self.model, texts)
-        return flat, self.vectors(flat.token_ids)
+        return flat, self.vectors(flat.token_ids, show_progress_bar)
 
 
 @dataclass(frozen=True, eq=False)
@@ -257,7 +258,7 @@ class RandomTokens(StaticTokens):
     std: float = 0.1
     dim: int | None = None
 
-    def table(self) -> np.ndarray:
+    def table(self, show_progress_bar: bool | None = None) -> np.ndarray:
         return model_random_table(self.model, self.seed, self.std, self.dim)
 
 
@@ -268,12 +269,12 @@ class AvgTokens(StaticTokens):
     model: LoadedModel
     layers: tuple[int, ...]
 
-    def table(self) -> np.ndarray:
-        tables = avg_tables(self.model)  # float32: row 0 is layer -1
+    def table(self, show_progress_bar: bool | None = None) -> np.ndarray:
+        tables = avg_tables(self.model, show_progress_bar=show_progress_bar)  # float32: row 0 is layer -1
         return mean_of_layers(tables[layer + 1] for layer in self.layers)
 
-    def vectors(self, token_ids: np.ndarray) -> np.ndarray:
-        tables = avg_tables(self.model)
+    def vectors(self, token_ids: np.ndarray, show_progress_bar: bool | None = None) -> np.ndarray:
+        tables = avg_tables(self.model, show_progress_bar=show_progress_bar)
         return mean_of_layers(tables[layer + 1][token_ids] for layer in self.layers)
 
 
@@ -283,8 +284,8 @@ class DistilledTokens(StaticTokens):
 
     model: LoadedModel
 
-    def table(self) -> np.ndarray:
-        return distilled_table(self.model)
+    def table(self, show_progress_bar: bool | None = None) -> np.ndarray:
+        return distilled_table(self.model, show_progress_bar=show_progress_bar)
 
 
 @dataclass(frozen=True, eq=False)
@@ -293,7 +294,7 @@ class ImportedStaticTokens(StaticTokens):
 
     model: StaticModelFolder
 
-    def table(self) -> np.ndarray:
+    def table(self, show_progress_bar: bool | None = None) -> np.ndarray:
         return self.model.table
 
     def lookup(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -314,11 +315,11 @@ class MixedTokens:
     def model(self) -> LoadedModel:
         return self.contextual.model
 
-    def mix(self, matrix: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
+    def mix(self, matrix: np.ndarray, token_ids: np.ndarray, show_progress_bar: bool | None = None) -> np.ndarray:
         """(1 − w)·``matrix`` + w·(the static vectors of ``token_ids``): Eq. 10, its one home."""
         w = np.float32(self.w)
-        return (1 - w) * matrix + w * self.static_part.vectors(token_ids)
+        return (1 - w) * matrix + w * self.static_part.vectors(token_ids, show_progress_bar)
 
     def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
         flat, matrix = self.contextual.token_vectors(texts, batch_size, show_progress_bar)
-        return flat, self.mix(matrix, flat.token_ids)
+        return flat, self.mix(matrix, flat.token_ids, show_progress_bar)

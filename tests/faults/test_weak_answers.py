@@ -103,3 +103,25 @@ def test_the_avg_table_build_draws_no_bar_on_a_non_terminal(tmp_path, capfd, iso
     capfd.readouterr()
     avg_tables(model, ["A dog runs.", "The cat sleeps."])  # stderr is not a terminal under pytest
     assert "Avg static tables" not in capfd.readouterr().err
+
+
+def test_encode_show_progress_bar_reaches_the_avg_table_build(tmp_path, isolated_cache, monkeypatch):
+    """``encode(show_progress_bar=...)`` is what the table's build on first use is told (pooled and mixed alike)."""
+    import numpy as np
+    from decoder_helpers import tiny_decoder
+    import embedlab
+    from embedlab.pooling import sources
+
+    folder = tiny_decoder(tmp_path / "gpt2", "gpt2")
+    asked: list[object] = []
+
+    def fake_avg_tables(model, contexts=None, show_progress_bar=None):
+        asked.append(show_progress_bar)
+        return np.ones((model.num_layers + 2, len(model.tokenizer), model.hidden_size), np.float32)
+
+    monkeypatch.setattr(sources, "avg_tables", fake_avg_tables)
+    for spec in (f"avg:{folder},layers=1", f"bert+avg:{folder},w=0.5"):
+        for choice in (False, True):
+            asked.clear()
+            embedlab.load(spec).encode(["A dog runs.", "The cat sleeps."], show_progress_bar=choice)
+            assert asked[0] is choice, (spec, asked)  # the first call builds the table (later ones read its memo)

@@ -17,7 +17,7 @@ def tiny_avg_tables(minilm, monkeypatch):
     from embedlab.pooling import sources
 
     tables = np.random.default_rng(1).normal(size=(minilm.num_layers + 2, len(minilm.tokenizer), 12)).astype(np.float32)
-    monkeypatch.setattr(sources, "avg_tables", lambda model: tables)
+    monkeypatch.setattr(sources, "avg_tables", lambda model, show_progress_bar=None: tables)
     return tables
 
 

@@ -118,7 +118,7 @@ def test_the_static_fast_path_equals_the_general_path(minilm, sts_sentences, mon
     from embedlab.pooling.aggregation import aggregate, select_tokens, token_weights
 
     tables = np.random.default_rng(0).normal(size=(minilm.num_layers + 2, len(minilm.tokenizer), 16)).astype(np.float32)
-    monkeypatch.setattr(sources, "avg_tables", lambda model: tables)
+    monkeypatch.setattr(sources, "avg_tables", lambda model, show_progress_bar=None: tables)
     texts = [*sts_sentences, "an [UNK] and \u2603"]
     pipeline = embedlab.load(spec).pipeline
     assert pipeline.static_fast_path

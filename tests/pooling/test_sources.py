@@ -77,7 +77,7 @@ class _ConstantTokens(StaticTokens):
     def __init__(self, model, value: float) -> None:
         self.model, self.value = model, value
 
-    def vectors(self, token_ids):
+    def vectors(self, token_ids, show_progress_bar=None):
         return np.full((len(token_ids), self.model.hidden_size), self.value, dtype=np.float32)
 
 

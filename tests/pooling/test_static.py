@@ -71,7 +71,7 @@ def test_a_token_absent_from_the_corpus_gets_its_isolated_context_vectors(minilm
 
 def test_avg_and_mix_families_use_the_tables(minilm, monkeypatch, tiny_tables):
     tables, _ = tiny_tables
-    monkeypatch.setattr(sources, "avg_tables", lambda model: tables)
+    monkeypatch.setattr(sources, "avg_tables", lambda model, show_progress_bar=None: tables)
     text = ["the cat sat on a mat"]
     ids = minilm.tokenizer(text[0])["input_ids"]
     avg = embedlab.load("avg:minilm,layers=1").encode(text)[0]
