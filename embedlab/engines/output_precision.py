@@ -24,8 +24,6 @@ from embedlab.methods.base import VectorMethod
 from embedlab.methods.precision import BINARY_PRECISIONS, SCALAR_PRECISIONS, quantized
 
 
-
-
 def output_keys(method: VectorMethod) -> dict[str, object]:
     """The manifest keys that name a folder's output precision and width (none for float32 of full width)."""
     precision, truncate_dim = method.output_options()
@@ -34,11 +32,16 @@ def output_keys(method: VectorMethod) -> dict[str, object]:
     return {"precision": precision, "truncate_dim": truncate_dim}
 
 
+def cut_width(method: VectorMethod) -> int:
+    """The width of the float32 rows the engines encode: the spec's ``truncate_dim``, or the method's."""
+    truncate_dim = method.output_options()[1]
+    return truncate_dim if truncate_dim is not None else method.dimension
+
+
 def stored_width(method: VectorMethod) -> int:
-    """The width of a stored row: the spec's ``truncate_dim`` (or the method's), in bytes for binary."""
-    precision, truncate_dim = method.output_options()
-    width = truncate_dim if truncate_dim is not None else method.dimension
-    return width // 8 if precision in BINARY_PRECISIONS else width
+    """The width of a stored row: :func:`cut_width`, in bytes for binary."""
+    width = cut_width(method)
+    return width // 8 if method.output_options()[0] in BINARY_PRECISIONS else width
 
 
 def fitted_ranges(method: VectorMethod, manifest: dict, corpus: Corpus,

@@ -25,7 +25,7 @@ from embedlab import runtime
 from embedlab.runtime.progress import ProgressBar, progress_bar
 from embedlab.data.corpus import Corpus, CorpusScan
 from embedlab.engines.fitting import load_vector_method
-from embedlab.engines.output_precision import fitted_ranges, output_keys, stored_vectors, stored_width
+from embedlab.engines.output_precision import cut_width, fitted_ranges, output_keys, stored_vectors, stored_width
 from embedlab.engines.plan import ShardPlan, read_plan, shard_plans, slice_rows
 from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, LAYOUT_VERSION, OutputFolder, fitted_name, sha256_file
 from embedlab.errors import InputError
@@ -151,7 +151,7 @@ def _write_shards(folder: OutputFolder, manifest: dict, shards: Iterator[tuple[S
                   method: VectorMethod, ranges: np.ndarray | None) -> None:
     """Write each encoded shard atomically in the spec's precision, then list it in the manifest (only
     then is it finished)."""
-    width = method.output_options()[1] or method.dimension
+    width = cut_width(method)
     for plan, ids, vectors in shards:
         if vectors.shape != (plan.rows, width):
             raise ValueError(f"{method.spec}: shard {plan.index} came back with shape {vectors.shape}, expected {(plan.rows, width)}")

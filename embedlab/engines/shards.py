@@ -37,6 +37,7 @@ from embedlab.engines.parquet_vectors import read_shard, shard_bytes
 from embedlab.engines.resume import comparable, difference
 from embedlab.runtime.outputs import same_path
 from embedlab.errors import InputError
+from embedlab.methods.precision import VECTOR_DTYPES
 
 ENGINES = ("local", "ray")
 DEFAULT_SHARD_SIZE = 10_000
@@ -305,7 +306,7 @@ def read_shards(folder: str | Path, *, partial: bool = False) -> tuple:
         first = f"; shard {missing[0]} is missing" if missing else ""
         raise InputError(f"{output.path} is not complete: {done} of {texts} texts are finished{first} "
                          "(rerun embed to finish it, or read_shards(..., partial=True) for the finished rows with a mask)")
-    dtype = {"int8": np.int8, "binary": np.int8, "uint8": np.uint8, "ubinary": np.uint8}.get(manifest.get("precision"), np.float32)
+    dtype = VECTOR_DTYPES.get(manifest.get("precision", "float32"), np.float32)
     vectors = np.zeros((texts, dimension), dtype) if partial else None
     mask = np.zeros(texts, dtype=bool)
     ids: list[int | str | None] = [None] * texts if partial else []

@@ -162,21 +162,23 @@ class PoolingPipeline:
         """A static source's vectors: token ids in, one weighted sum of table rows per text out. Many texts
         are tokenised and summed batch by batch on the cores (the tokenizer, numpy and scipy release the
         GIL), unless their tokens are remembered already (an idf fit on the same texts tokenised them)."""
-        self.source.table(show_progress_bar)  # a table built on first use draws its bar as the caller asked
+        # once per call, not per batch (a multi-layer Avg table is a fresh layer average); a table built on
+        # first use draws its bar as the caller asked
+        table = self.source.table(show_progress_bar)
         if len(texts) <= STATIC_BATCH_TEXTS or tokenized_already(self.model, texts):
-            return self._pool_static_tokens(tokenized_texts(self.model, texts), idf)
+            return self._pool_static_tokens(tokenized_texts(self.model, texts), idf, table)
         batches = [texts[start : start + STATIC_BATCH_TEXTS] for start in range(0, len(texts), STATIC_BATCH_TEXTS)]
         with ThreadPoolExecutor(max_workers=min(len(os.sched_getaffinity(0)), len(batches))) as pool:
-            parts = pool.map(lambda batch: self._pool_static_tokens(tokenized_texts(self.model, batch, remember=False), idf), batches)
+            parts = pool.map(lambda batch: self._pool_static_tokens(tokenized_texts(self.model, batch, remember=False), idf, table), batches)
             return np.concatenate(list(parts))
 
-    def _pool_static_tokens(self, flat: FlatTokens, idf: np.ndarray | None) -> np.ndarray:
+    def _pool_static_tokens(self, flat: FlatTokens, idf: np.ndarray | None, table: np.ndarray) -> np.ndarray:
         source = self.source
         keep = select_tokens(flat, self.selection.include_special, self.selection.excluded_vocab)
         weights = token_weights(flat, keep, idf)
         rows, scales = source.lookup(flat.token_ids)
         coefficients = weights.astype(np.float64) if scales is None else weights * scales.astype(np.float64)
-        return _static_sums(coefficients, rows, np.asarray(flat.offsets, dtype=np.int64), source.table(), precise=bool(self.post))
+        return _static_sums(coefficients, rows, np.asarray(flat.offsets, dtype=np.int64), table, precise=bool(self.post))
 
     def fit_post(self, pooled: np.ndarray, reference: Callable[[], np.ndarray]) -> tuple[Chain, np.ndarray]:
         """Stage 4 fitted on ``pooled`` (``@ref`` steps on ``reference()``): the chain and ``pooled`` transformed."""
