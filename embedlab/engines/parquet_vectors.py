@@ -8,6 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+# the numpy type the rows of each output precision (``precision=``) are stored in; binary: sign bits packed 8
+# to a byte
+VECTOR_DTYPES = {"float32": np.float32, "int8": np.int8, "uint8": np.uint8, "binary": np.int8, "ubinary": np.uint8}
+
 
 def shard_bytes(ids: Sequence[int | str], vectors: np.ndarray, texts: Sequence[str] | None = None) -> object:
     """Parquet bytes (a pyarrow buffer): ``id``, ``vector`` (fixed-size list of float32, or of int8/uint8

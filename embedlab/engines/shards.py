@@ -33,11 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from embedlab import runtime
-from embedlab.engines.parquet_vectors import read_shard, shard_bytes
+from embedlab.engines.parquet_vectors import VECTOR_DTYPES, read_shard, shard_bytes
 from embedlab.engines.resume import comparable, difference
 from embedlab.runtime.outputs import same_path
 from embedlab.errors import InputError
-from embedlab.methods.precision import VECTOR_DTYPES
 
 ENGINES = ("local", "ray")
 DEFAULT_SHARD_SIZE = 10_000

@@ -31,8 +31,6 @@ COMPUTE_OPTIONS = {"dtype": DTYPE_OPTION, "quantize": QUANTIZE_OPTION}
 PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
 BINARY_PRECISIONS = ("binary", "ubinary")
 SCALAR_PRECISIONS = ("int8", "uint8")
-# the numpy type each output precision's rows are stored in (binary: sign bits packed 8 to a byte)
-VECTOR_DTYPES = {"float32": np.float32, "int8": np.int8, "uint8": np.uint8, "binary": np.int8, "ubinary": np.uint8}
 
 
 def _validate_truncate_dim(value: str) -> str:
