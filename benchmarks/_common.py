@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import tempfile
 
-from embedlab import runtime
+from embedlab.runtime.settings import cache_root, configure
 from embedlab.data.sts import stsb
-from embedlab.models import load_model
+from embedlab.models.loading import load_model
 
 
 def sts_test_pairs(count: int | None = None) -> list[tuple[str, str]]:
@@ -35,12 +35,12 @@ def fresh_cache(model: str = "minilm", **settings: object) -> str:
     """
     global _MACHINE_CACHE
     if _MACHINE_CACHE is None:
-        _MACHINE_CACHE = runtime.cache_root()
+        _MACHINE_CACHE = cache_root()
     folder = tempfile.mkdtemp(prefix="embedlab-bench-")
     for shared in ("corpus", "reference"):
         if (_MACHINE_CACHE / shared).is_dir():
             os.symlink(_MACHINE_CACHE / shared, os.path.join(folder, shared))
-    runtime.configure(cache_root=folder, **settings)
+    configure(cache_root=folder, **settings)
     load_model(model)
     return folder
 

@@ -1,6 +1,6 @@
 """glibc's mmap threshold for a corpus run: time and peak memory of `embedlab embed minilm` per setting.
 
-`runtime.keep_large_allocations_apart(threshold)` maps every allocation of ``threshold`` bytes or more on
+`runtime.memory.keep_large_allocations_apart(threshold)` maps every allocation of ``threshold`` bytes or more on
 its own (see its docstring). Low thresholds keep the heap from fragmenting (memory flat however long the
 corpus) but pay page faults for every mapped tensor; glibc's default (no call) is fastest and grows. This
 script runs the same corpus with each threshold, and sentence-transformers beside them, in interleaved
@@ -22,19 +22,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scale import ST_ENCODE, corpus_file, measured  # noqa: E402
 
-from embedlab import runtime  # noqa: E402
-from embedlab.models import resolve_model_path  # noqa: E402
+from embedlab.runtime.memo import clear  # noqa: E402
+from embedlab.models.loading import resolve_model_path# noqa: E402
 
 # The child sets the threshold by replacing the function's default before the CLI runs, so the code path is
 # the product's own (embed_corpus calls keep_large_allocations_apart()); "default" makes the call a no-op.
 EMBED_WITH_THRESHOLD = """
 import runpy, sys
-from embedlab import runtime
+from embedlab.engines import runner
+from embedlab.runtime.memory import keep_large_allocations_apart
+from embedlab.runtime.settings import parse_size
 threshold = sys.argv.pop(1)
 if threshold == "default":
-    runtime.keep_large_allocations_apart = lambda threshold=0: None
+    runner.keep_large_allocations_apart = lambda threshold=0: None  # the name embed_corpus calls
 else:
-    runtime.keep_large_allocations_apart.__defaults__ = (runtime.parse_size(threshold, "threshold"),)
+    keep_large_allocations_apart.__defaults__ = (parse_size(threshold, "threshold"),)
 sys.argv[0] = "embedlab"
 runpy.run_module("embedlab", run_name="__main__")
 """
@@ -73,7 +75,7 @@ def main() -> None:
             peaks = [peak for _, peak in values]
             print(f"{name:>22}: {mean_seconds:6.1f} s  throughput {reference / mean_seconds:.2f}x  "
                   f"peak RSS mean {statistics.mean(peaks):.3f} GB, max {max(peaks):.3f} GB")
-    runtime.clear()
+    clear()
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import numpy as np
 from _common import fresh_cache, sts_test_pairs
 
 import embedlab
-from embedlab.models import load_model, resolve_model_path
+from embedlab.models.loading import load_model, resolve_model_path
 from embedlab.models.precision import COMPUTES
 
 

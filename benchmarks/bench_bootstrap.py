@@ -24,7 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _common import fresh_cache
 
 import embedlab
-from embedlab.evaluation import evaluate, parse_tasks
+from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.evaluation.bootstrap import with_interval
 
 

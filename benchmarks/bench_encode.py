@@ -38,7 +38,7 @@ from sentence_transformers import SentenceTransformer
 import embedlab
 from embedlab.tokens import forward
 from embedlab.data.sts import stsb
-from embedlab.models import resolve_model_path
+from embedlab.models.loading import resolve_model_path
 from embedlab.models.precision import NATIVE_BF16_FLAGS, cpu_flags, native_bf16
 
 BUDGET = {"fp32": (1.0 - 1e-6, 0.0), "bf16": (0.999, 0.002), "int8": (-1.0, 0.005)}  # (min cosine, Spearman drop)

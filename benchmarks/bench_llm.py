@@ -39,8 +39,8 @@ import torch
 from _common import sts_test_sentences
 
 import embedlab
-from embedlab import runtime
-from embedlab.models import load_model
+from embedlab.runtime.settings import cache_root, configure
+from embedlab.models.loading import load_model
 from embedlab.models.precision import COMPUTES
 
 
@@ -57,7 +57,7 @@ def fresh_cache(machine_models) -> str:
     """An empty cache (no token states) that shares the machine's dequantised model folders."""
     folder = tempfile.mkdtemp(prefix="embedlab-bench-llm-")
     os.symlink(machine_models, os.path.join(folder, "models"))
-    runtime.configure(cache_root=folder)
+    configure(cache_root=folder)
     return folder
 
 
@@ -73,7 +73,7 @@ def main() -> None:
 
     sentences = list(dict.fromkeys(sts_test_sentences()))[: args.sentences]  # distinct: every batch is new to the cache
     batches = [sentences[start : start + args.batch_size] for start in range(0, len(sentences), args.batch_size)]
-    machine_models = runtime.cache_root() / "models"
+    machine_models = cache_root() / "models"
     with MemorySampler() as load_memory:
         loaded = load_model("smollm2", compute=args.dtype)  # converts the GGUF once into the machine's cache
     model, tokenizer = loaded.model, loaded.tokenizer

@@ -21,11 +21,11 @@ import tempfile
 
 CHILD = r"""
 import json, resource, sys, time
-from embedlab import runtime
+from embedlab.runtime.settings import token_states_uncached
 import embedlab
 from embedlab.data.sentences import chunk_token_ids
 from embedlab.data.sts import stsb
-from embedlab.models import load_model
+from embedlab.models.loading import load_model
 
 spec, size, kind, split_only = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
 if kind == "prose":
@@ -45,7 +45,7 @@ split = time.perf_counter() - started
 started = time.perf_counter()
 vector = None
 if not split_only:
-    with runtime.token_states_uncached():
+    with token_states_uncached():
         vector = method.encode([text])
 encode = time.perf_counter() - started
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -27,7 +27,8 @@ import torch
 from _common import fresh_cache
 
 from embedlab.data.wikitext import wikitext2_sentences
-from embedlab.engines import embed_corpus, read_shards
+from embedlab.engines.runner import embed_corpus
+from embedlab.engines.shards import read_shards
 
 
 def timed_run(spec: str, source: Path, out: Path, engine: str, workers: int) -> float:

@@ -26,9 +26,9 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from embedlab import runtime
+from embedlab.runtime.settings import cache_budget, cache_root
 from embedlab.data.wikitext import wikitext2_sentences
-from embedlab.models import resolve_model_path
+from embedlab.models.loading import resolve_model_path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ST_ENCODE = """
@@ -68,7 +68,7 @@ def corpus_file(size: int, folder: Path) -> Path:
 
 
 def bench_embed(sizes: list[int], st_sizes: set[int], batch_size: int, work: Path) -> None:
-    budget = runtime.cache_budget()
+    budget = cache_budget()
     rows = []
     for size in sizes:
         corpus = corpus_file(size, work)
@@ -99,8 +99,8 @@ def bench_embed(sizes: list[int], st_sizes: set[int], batch_size: int, work: Pat
 def bench_eval(work: Path) -> None:
     cache = Path(tempfile.mkdtemp(prefix="embedlab-scale-eval-", dir=work))
     for shared in ("corpus", "reference"):  # machine-wide reference statistics, built once (not timed work)
-        if (runtime.cache_root() / shared).is_dir():
-            os.symlink(runtime.cache_root() / shared, cache / shared)
+        if (cache_root() / shared).is_dir():
+            os.symlink(cache_root() / shared, cache / shared)
     seconds, rss = measured([sys.executable, "-m", "embedlab", "eval", "minilm", "--tasks", "sts", "--no-db", "--quiet"], cache)
     print(f"eval minilm --tasks sts (fresh cache): {seconds:.1f} s, peak RSS {rss:.2f} GB (target <= 2), "
           f"cache {folder_bytes(cache) / 2**20:.1f} MiB\n", flush=True)

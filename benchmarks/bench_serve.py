@@ -36,7 +36,7 @@ import numpy as np
 from _common import fresh_cache
 
 import embedlab
-from embedlab import runtime
+from embedlab.runtime.settings import token_states_uncached
 from embedlab.data.sts import stsb
 
 MODEL = "bench"  # the alias requests use
@@ -61,7 +61,7 @@ def in_process(spec: str, stream: list[list[list[str]]]) -> tuple[float, list[li
     method = embedlab.load(spec)
     method.encode(["warm up the model"])
     start = time.perf_counter()
-    with runtime.token_states_uncached():  # as the server: every text computed, nothing stored
+    with token_states_uncached():  # as the server: every text computed, nothing stored
         vectors = [[method.encode(texts) for texts in client] for client in stream]
     return time.perf_counter() - start, vectors
 

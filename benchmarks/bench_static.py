@@ -40,10 +40,11 @@ from _common import fresh_cache
 from model2vec import StaticModel
 
 import embedlab
-from embedlab import runtime
+from embedlab.runtime.settings import configure
 from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.methods.static_export import export_static
-from embedlab.models import load_model, static_model_path
+from embedlab.models.loading import load_model
+from embedlab.models.named import static_model_path
 
 
 _RUNS = iter(range(1, 1 << 30))
@@ -107,7 +108,7 @@ def main() -> None:
         minilm_load = open("/proc/loadavg").read().split()[:3]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-        runtime.configure()
+        configure()
 
     n = len(texts)
     print(f"\nexported: {args.spec} -> model2vec folder; best of {args.repeats} runs; {n:,} sentences")

@@ -31,7 +31,7 @@ from embedlab import registry
 from embedlab.data.clustering import clustering_set
 from embedlab.evaluation.clustering import kmeans_accuracies, matched_accuracy
 from embedlab.evaluation.scoring import embed
-from embedlab.models import load_model
+from embedlab.models.loading import load_model
 
 # Table 2 of the pooling paper: |V| W / B, Len W / B, Alpha % W / B.
 PAPER_TABLE_2 = {"agnews": (21062, 16140, 23, 26, 100, 86), "biomedical": (18888, 9326, 13, 20, 98, 64),

@@ -17,7 +17,7 @@ import numpy as np
 import pytrec_eval
 
 import embedlab
-from embedlab.evaluation import parse_tasks
+from embedlab.evaluation.harness import parse_tasks
 
 TREC_NAMES = {"ndcg": "ndcg_cut", "map": "map_cut", "recall": "recall", "precision": "P"}
 

@@ -18,7 +18,7 @@ from embedlab.methods.concat import ConcatMethod
 from embedlab.methods.pooled import POOLED_FAMILIES
 from embedlab.methods.st import ST_FAMILY
 from embedlab.methods.static_folder import STATIC_FAMILY
-from embedlab.models import NAMED_MODELS, STATIC_MODELS
+from embedlab.models.named import NAMED_MODELS, STATIC_MODELS
 from embedlab.neural.family import NEURAL_FAMILY
 from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, parse_spec
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from embedlab import runtime
+from embedlab.runtime.memo import cached
 
 __version__ = "0.1.0"
 
@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 RECORDS_PATHSPEC = ":(exclude)embedlab/resources/records"
 
 
-@runtime.cached("results.code_version", maxsize=1)
+@cached("results.code_version", maxsize=1)
 def code_version() -> str:
     """``embedlab.__version__`` plus the short git commit of the source tree (with ``.dirty`` when modified)."""
     return source_version(Path(__file__).resolve().parent.parent, __version__)

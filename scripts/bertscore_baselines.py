@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from embedlab.matching.bertscore_baselines import BASELINE_PAIRS, BASELINE_SEED, build_baselines, write_baseline_record
-from embedlab.models import load_model
+from embedlab.models.loading import load_model
 
 
 def main() -> None:

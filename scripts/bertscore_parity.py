@@ -20,7 +20,7 @@ import numpy as np
 
 import embedlab
 from embedlab.data.sts import stsb
-from embedlab.models import load_model, resolve_model_path
+from embedlab.models.loading import load_model, resolve_model_path
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from embedlab.matching.method import load_learned_weights
-from embedlab.models import load_model
+from embedlab.models.loading import load_model
 from embedlab.pooling.weights import reference_token_statistics
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

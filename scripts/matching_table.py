@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 import embedlab
-from embedlab import runtime
-from embedlab.evaluation import evaluate, parse_tasks
+from embedlab.runtime.settings import configure
+from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.matching.method import MatchingMethod
 from embedlab.methods.base import EmbeddingMethod
 
@@ -105,7 +105,7 @@ def main() -> int:
     parser.add_argument("--out", help="also write the markdown tables here")
     args = parser.parse_args()
     if args.cache_root is not None:
-        runtime.configure(cache_root=args.cache_root)
+        configure(cache_root=args.cache_root)
     tables = []
     for model in args.models:
         results = evaluate_model(model, args.datasets)

@@ -65,7 +65,7 @@ def _cpu_seconds() -> float:
 
 @pytest.fixture(scope="session")
 def minilm():
-    from embedlab.models import load_model
+    from embedlab.models.loading import load_model
 
     return load_model("minilm")
 
@@ -89,9 +89,9 @@ def sts_sentences(sts_test_rows) -> list[str]:
 def isolated_cache(tmp_path, monkeypatch):
     """A private, empty cache root for tests that inspect or damage cache entries."""
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
-    from embedlab import runtime
+    from embedlab.runtime.memo import clear
 
-    runtime.clear()  # no token states remembered in memory from another cache
+    clear()  # no token states remembered in memory from another cache
     return tmp_path / "cache"
 
 
@@ -103,11 +103,11 @@ def wikitext_caches(minilm):
     another reason (streaming, token states): those start from these copies instead of re-splitting."""
     import shutil
 
-    from embedlab import runtime
+    from embedlab.runtime.settings import cache_dir
     from embedlab.pooling.weights import reference_token_statistics
 
     reference_token_statistics(minilm.tokenizer)
-    folders = [runtime.cache_dir("corpus"), runtime.cache_dir("reference")]
+    folders = [cache_dir("corpus"), cache_dir("reference")]
 
     def seed(root) -> None:
         for folder in folders:

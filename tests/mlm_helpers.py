@@ -14,7 +14,7 @@ def tiny_bert(folder: Path, with_head: bool, seed: int = 0):
     """A tiny randomly initialised BERT (MiniLM's tokenizer) saved with or without its masked-LM head."""
     from transformers import BertConfig, BertForMaskedLM
 
-    from embedlab.models import resolve_model_path
+    from embedlab.models.loading import resolve_model_path
 
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)

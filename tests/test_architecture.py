@@ -9,6 +9,9 @@
   inside functions excluded), form no cycle. A package ``__init__`` may resolve names lazily through a
   module-level ``__getattr__`` (PEP 562) so that importing a light module does not import heavy
   libraries; such an import names a module of its own package only.
+* Every name is imported from the module that defines it (package, tests, benchmarks and scripts alike): no
+  module or package passes on a name it imported, except the package root's public ``embedlab.load``,
+  ``embedlab.bertscore`` and ``__version__``.
 * No module over 400 lines and no function over 60 lines, except the ones listed below (being split).
 * ``os.environ`` only in ``runtime/settings.py``, ``tqdm`` only in ``runtime/progress.py``.
 * No ``importlib`` for internal code.
@@ -202,6 +205,68 @@ def test_a_type_checking_import_is_an_arrow_and_nothing_imports_the_package_root
     assert not _allows("matching", "embedlab") and not _allows("engines", "embedlab") and _allows("cli", "embedlab")
 
 
+def _top_level_names(tree: ast.Module) -> tuple[set[str], dict[str, str]]:
+    """What a module defines at its top level (``if``/``try`` blocks included), and what it imports there
+    (name → the module it comes from)."""
+    defined: set[str] = set()
+    imported: dict[str, str] = {}
+    statements = list(tree.body)
+    while statements:
+        node = statements.pop()
+        if isinstance(node, (ast.If, ast.Try)):
+            statements += [*node.body, *node.orelse, *getattr(node, "finalbody", []),
+                           *(statement for handler in getattr(node, "handlers", []) for statement in handler.body)]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined |= {name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name)}
+        elif isinstance(node, ast.ImportFrom):
+            imported |= {alias.asname or alias.name: node.module or "." for alias in node.names}
+        elif isinstance(node, ast.Import):
+            imported |= {(alias.asname or alias.name).split(".")[0]: alias.name for alias in node.names}
+    return defined, imported
+
+
+PUBLIC_ROOT_NAMES = {"load", "bertscore", "__version__"}  # embedlab's public surface (``embedlab.load(spec)``)
+
+
+def _passed_on(importer: ast.ImportFrom) -> list[str]:
+    """The names ``importer`` takes from an embedlab module that does not define them but imports them."""
+    if importer.level or not importer.module or not importer.module.startswith("embedlab"):
+        return []
+    source = MODULES.get(importer.module)
+    if source is None:
+        return []
+    defined, imported = _top_level_names(_tree(source))
+    folder = source.parent if source.name == "__init__.py" else None
+    found = []
+    for alias in importer.names:
+        submodule = folder is not None and (folder.joinpath(f"{alias.name}.py").exists() or folder.joinpath(alias.name).is_dir())
+        public = importer.module == "embedlab" and alias.name in PUBLIC_ROOT_NAMES
+        if alias.name in imported and alias.name not in defined and not submodule and not public:
+            found.append(f"{alias.name} (from {importer.module}, which imports it from {imported[alias.name]})")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted([*_sources(), *REPO.joinpath("tests").rglob("*.py"), *REPO.joinpath("benchmarks").glob("*.py"),
+                                         *REPO.joinpath("scripts").glob("*.py")]), ids=lambda path: str(path.relative_to(REPO)))
+def test_every_name_is_imported_from_the_module_that_defines_it(path: Path) -> None:
+    """No re-export shims: an import line says where the name lives."""
+    passed_on = [f"line {node.lineno}: {name}" for node in ast.walk(_tree(path)) if isinstance(node, ast.ImportFrom)
+                 for name in _passed_on(node)]
+    assert not passed_on, f"{path.relative_to(REPO)} imports names from a module that only passes them on:\n" + "\n".join(passed_on)
+
+
+def test_the_re_export_check_sees_a_shim() -> None:
+    """The check itself: a name the runtime settings import from errors is flagged, a submodule and a name the
+    module defines are not."""
+    flagged = _passed_on(ast.parse("from embedlab.runtime.settings import InputError, cache_dir").body[0])
+    assert flagged == ["InputError (from embedlab.runtime.settings, which imports it from embedlab.errors)"]
+    assert _passed_on(ast.parse("from embedlab.runtime import settings").body[0]) == []
+    assert _passed_on(ast.parse("from embedlab import load, __version__").body[0]) == []
+
+
 @pytest.mark.parametrize("path", [path for path in _sources() if path.name == "__init__.py"], ids=lambda path: str(path.relative_to(REPO)))
 def test_lazy_package_attributes_import_their_own_package_only(path: Path) -> None:
     """A package's PEP 562 ``__getattr__`` resolves its own modules' names on first use, nothing else."""
@@ -259,9 +324,9 @@ def test_no_importlib_and_no_hidden_process_state(path: Path) -> None:
     problems = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in ("lru_cache", "cache") and getattr(node.value, "id", "") == "functools":
-            problems.append(f"line {node.lineno}: functools.{node.attr} (use runtime.cached)")
+            problems.append(f"line {node.lineno}: functools.{node.attr} (use runtime.memo.cached)")
         if isinstance(node, ast.ImportFrom) and node.module == "functools" and {"lru_cache", "cache"} & {a.name for a in node.names}:
-            problems.append(f"line {node.lineno}: from functools import lru_cache/cache (use runtime.cached)")
+            problems.append(f"line {node.lineno}: from functools import lru_cache/cache (use runtime.memo.cached)")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [alias.name for alias in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
             if any(name and name.startswith("importlib") and name != "importlib.metadata" for name in names):

@@ -2,7 +2,9 @@ import zipfile
 
 import pytest
 
-from embedlab.models import ModelNotFoundError, available_models, join_split_zip, load_model, model_fingerprint, resolve_model_path
+from embedlab.models.fingerprints import model_fingerprint
+from embedlab.models.loading import load_model, resolve_model_path
+from embedlab.models.named import ModelNotFoundError, available_models, join_split_zip
 
 
 def test_minilm_is_found_through_package_metadata():
@@ -69,7 +71,7 @@ def test_split_zip_is_joined_checked_and_unpacked(tmp_path):
 
 
 def test_check_model_fails_early_and_cheaply():
-    from embedlab.models import check_model
+    from embedlab.models.loading import check_model
 
     check_model("minilm")
     with pytest.raises(ModelNotFoundError, match="unknown or unavailable model 'no-such-model'"):
@@ -77,10 +79,10 @@ def test_check_model_fails_early_and_cheaply():
 
 
 def test_loaded_models_are_shared_until_the_runtime_is_cleared():
-    from embedlab import runtime
+    from embedlab.runtime.memo import clear
 
     first = load_model("minilm")
     assert load_model("minilm") is first
-    runtime.clear()
+    clear()
     again = load_model("minilm")
     assert again is not first and again.fingerprint == first.fingerprint

@@ -40,7 +40,7 @@ def test_the_section_has_the_four_tools():
 def test_sentence_transformers_snippet_matches_sentence_transformers():
     from sentence_transformers import SentenceTransformer
 
-    from embedlab.models import resolve_model_path
+    from embedlab.models.loading import resolve_model_path
 
     names: dict = {}
     exec(block_with("model.similarity("), names)

@@ -5,7 +5,7 @@ from embedlab.methods.concat import ConcatMethod
 from embedlab.methods.pooled import PooledMethod
 from embedlab.registry import FAMILIES, PRESETS, load, parse
 from embedlab.methods.st import SentenceTransformerMethod
-from embedlab.models import NAMED_MODELS, ModelNotFoundError
+from embedlab.models.named import NAMED_MODELS, ModelNotFoundError
 
 
 def test_every_family_is_registered_once():

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from embedlab.runtime import atomic_write_bytes, data_path
+from embedlab.runtime.cache.atomic import atomic_write_bytes
+from embedlab.runtime.settings import data_path
 
 
 def test_atomic_write_replaces_whole_files_with_ordinary_permissions(tmp_path):
@@ -38,7 +39,7 @@ def test_missing_data_names_the_path_and_root(monkeypatch, tmp_path):
 
 
 def test_a_memo_computes_once_and_drops_the_least_recently_used():
-    from embedlab.runtime import memo
+    from embedlab.runtime.memo import memo
 
     store = memo("test: lru", maxsize=2)
     store.clear()
@@ -51,7 +52,7 @@ def test_a_memo_computes_once_and_drops_the_least_recently_used():
 
 
 def test_cached_functions_are_forgotten_by_clear():
-    from embedlab.runtime import cached, clear
+    from embedlab.runtime.memo import cached, clear
 
     calls = []
 
@@ -66,23 +67,24 @@ def test_cached_functions_are_forgotten_by_clear():
 
 
 def test_configure_moves_the_cache_and_clears_memos(tmp_path, monkeypatch):
-    from embedlab import runtime
+    from embedlab.runtime.memo import memo
+    from embedlab.runtime.settings import cache_root, configure
 
     monkeypatch.delenv("EMBEDLAB_CACHE", raising=False)
-    store = runtime.memo("test: configure")
+    store = memo("test: configure")
     store.put("key", "value")
     try:
-        runtime.configure(cache_root=tmp_path / "elsewhere")
-        assert runtime.cache_root() == tmp_path / "elsewhere" and len(store) == 0
+        configure(cache_root=tmp_path / "elsewhere")
+        assert cache_root() == tmp_path / "elsewhere" and len(store) == 0
     finally:
-        runtime.configure()
-    assert runtime.cache_root() != tmp_path / "elsewhere"
+        configure()
+    assert cache_root() != tmp_path / "elsewhere"
 
 
 def test_array_store_round_trips_and_refuses_damaged_or_renamed_files(tmp_path, monkeypatch):
     import numpy as np
 
-    from embedlab.runtime import ArrayStore
+    from embedlab.runtime.cache.arrays import ArrayStore
 
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
     store = ArrayStore("test-arrays")
@@ -105,7 +107,7 @@ def test_progress_bars_only_for_a_watched_terminal(monkeypatch):
     import io
     import sys
 
-    from embedlab import runtime
+    from embedlab.runtime.progress import set_progress, show_progress, status
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -113,20 +115,20 @@ def test_progress_bars_only_for_a_watched_terminal(monkeypatch):
 
     try:
         monkeypatch.setattr(sys, "stderr", io.StringIO())  # piped or logged
-        assert runtime.show_progress() is False and runtime.show_progress(True) is True
-        runtime.set_progress("always")
-        assert runtime.show_progress() is True and runtime.show_progress(False) is False
+        assert show_progress() is False and show_progress(True) is True
+        set_progress("always")
+        assert show_progress() is True and show_progress(False) is False
         monkeypatch.setattr(sys, "stderr", Terminal())
-        runtime.set_progress("auto")
-        assert runtime.show_progress() is True
-        runtime.set_progress("quiet")  # --quiet wins over everything, an explicit request included
-        assert runtime.show_progress() is False and runtime.show_progress(True) is False
-        runtime.status("hidden")
+        set_progress("auto")
+        assert show_progress() is True
+        set_progress("quiet")  # --quiet wins over everything, an explicit request included
+        assert show_progress() is False and show_progress(True) is False
+        status("hidden")
         assert sys.stderr.getvalue() == ""
         with pytest.raises(ValueError, match="unknown progress mode"):
-            runtime.set_progress("loud")
+            set_progress("loud")
     finally:
-        runtime.set_progress("auto")
+        set_progress("auto")
 
 
 # --- the cache budget ---------------------------------------------------------------------------
@@ -134,53 +136,55 @@ def test_progress_bars_only_for_a_watched_terminal(monkeypatch):
 @pytest.mark.parametrize("text, expected", [("1048576", 1 << 20), ("500M", 500 << 20), ("2G", 2 << 30), ("2GiB", 2 << 30),
                                             ("1.5g", 3 << 29), ("64k", 64 << 10), ("0", 0), (" 3T ", 3 << 40), ("10b", 10)])
 def test_sizes_are_read_in_binary_units(text, expected):
-    from embedlab.runtime import parse_size
+    from embedlab.runtime.settings import parse_size
 
     assert parse_size(text, "X") == expected
 
 
 @pytest.mark.parametrize("text", ["lots", "-5M", "2 GB please", "", "nan", "inf", "5Q"])
 def test_a_bad_cache_budget_is_an_error_naming_the_variable(text, monkeypatch):
-    from embedlab import runtime
+    from embedlab.runtime.settings import cache_budget, cache_root
 
     monkeypatch.setenv("EMBEDLAB_CACHE_MAX", text)
     if not text:
-        assert runtime.cache_budget() == 2 << 30  # unset or empty: the default
+        assert cache_budget() == 2 << 30  # unset or empty: the default
         return
     with pytest.raises(ValueError, match=f"EMBEDLAB_CACHE_MAX={text!r} is not a size"):
-        runtime.cache_root()  # checked where the cache is first named, before any work
+        cache_root()  # checked where the cache is first named, before any work
 
 
 def test_a_store_of_results_is_kept_under_any_budget_and_a_stale_marker_is_dropped(tmp_path, monkeypatch):
     import numpy as np
 
-    from embedlab import runtime
-    from embedlab.runtime import ArrayStore
+    from embedlab.runtime.cache.arrays import ArrayStore
+    from embedlab.runtime.cache.budget import cache_kinds, clear_cache, evict_to_budget
+    from embedlab.runtime.settings import configure
 
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / ".recomputable").touch()  # what an earlier version marked as cache
-    runtime.configure(cache_max=1)
+    configure(cache_max=1)
     try:
         results, cache = ArrayStore("results", recomputable=False), ArrayStore("eval")
         results.save("margins", np.arange(1000, dtype=np.float32))
         cache.save("encoding", np.arange(1000, dtype=np.float32))  # over the 1-byte budget: evicted at once
-        runtime.evict_to_budget(0)
+        evict_to_budget(0)
         assert not cache.path("encoding").exists() and cache.load("encoding") is None
         np.testing.assert_array_equal(results.load("margins"), np.arange(1000, dtype=np.float32))
-        kinds = {kind.name: kind for kind in runtime.cache_kinds()}
+        kinds = {kind.name: kind for kind in cache_kinds()}
         assert not kinds["results"].recomputable and kinds["eval"].recomputable
-        runtime.clear_cache()  # deletes every recomputable folder's entries, not results
+        clear_cache()  # deletes every recomputable folder's entries, not results
         assert results.path("margins").exists()
     finally:
-        runtime.configure()
+        configure()
 
 
 def test_array_store_entries_are_evicted_least_recently_used_and_recomputed(tmp_path, monkeypatch):
     import numpy as np
 
-    from embedlab import runtime
-    from embedlab.runtime import ArrayStore
+    from embedlab.runtime.cache.arrays import ArrayStore
+    from embedlab.runtime.cache.budget import cache_kinds, cache_size, clear_cache
+    from embedlab.runtime.settings import configure
 
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
     keep = tmp_path / "token_weights" / "learned.safetensors"  # not an ArrayStore folder: never evicted
@@ -188,46 +192,46 @@ def test_array_store_entries_are_evicted_least_recently_used_and_recomputed(tmp_
     keep.write_bytes(b"\0" * 1000)
     arrays = {key: np.full(10_000, index, dtype=np.float32) for index, key in enumerate("abcd")}  # 40 KB each
     budget = 1000 + 3 * 40_500  # the kept file and about three entries
-    runtime.configure(cache_max=budget)
+    configure(cache_max=budget)
     try:
         store = ArrayStore("eval")
         for key in "abc":
             store.save(key, arrays[key])
         assert store.load("a") is not None  # a is now used more recently than b
         store.save("d", arrays["d"])
-        assert runtime.cache_size() <= budget
+        assert cache_size() <= budget
         assert not store.path("b").exists() and all(store.path(key).exists() for key in "acd") and keep.exists()
         calls = []
         again = store.get("b", lambda: calls.append("b") or arrays["b"])  # evicted: recomputed, written again
         np.testing.assert_array_equal(again, arrays["b"])
-        assert calls == ["b"] and runtime.cache_size() <= budget and keep.exists()
-        kinds = {kind.name: kind for kind in runtime.cache_kinds()}
+        assert calls == ["b"] and cache_size() <= budget and keep.exists()
+        kinds = {kind.name: kind for kind in cache_kinds()}
         assert kinds["eval"].recomputable and kinds["eval"].entries == 3 and not kinds["token_weights"].recomputable
-        assert runtime.clear_cache("eval") > 100_000 and not list((tmp_path / "eval").glob("*.safetensors")) and keep.exists()
+        assert clear_cache("eval") > 100_000 and not list((tmp_path / "eval").glob("*.safetensors")) and keep.exists()
         store.save("e", arrays["a"])  # the folder is still marked recomputable after clearing
-        assert {kind.name: kind for kind in runtime.cache_kinds()}["eval"].entries == 1
+        assert {kind.name: kind for kind in cache_kinds()}["eval"].entries == 1
     finally:
-        runtime.configure()
+        configure()
 
 
 def test_token_states_uncached_is_scoped_and_restores_the_setting():
-    from embedlab import runtime
+    from embedlab.runtime.settings import stores_token_states, token_states_uncached
 
-    assert runtime.stores_token_states()
-    with runtime.token_states_uncached():
-        assert not runtime.stores_token_states()
-        with runtime.token_states_uncached():
-            assert not runtime.stores_token_states()
-        assert not runtime.stores_token_states()
-    assert runtime.stores_token_states()
+    assert stores_token_states()
+    with token_states_uncached():
+        assert not stores_token_states()
+        with token_states_uncached():
+            assert not stores_token_states()
+        assert not stores_token_states()
+    assert stores_token_states()
 
 
 _MMAPPED_AFTER_A_FREED_LARGE_BLOCK = """
 import ctypes, sys
 import numpy as np
-from embedlab import runtime
+from embedlab.runtime.memory import keep_large_allocations_apart
 if sys.argv[1] == "apart":
-    runtime.keep_large_allocations_apart()
+    keep_large_allocations_apart()
 libc = ctypes.CDLL(None)
 class Info(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
@@ -257,21 +261,21 @@ def test_token_states_uncached_holds_for_its_own_thread_only():
     """The switch is scoped to the block's thread: another thread's model runs keep storing token states."""
     import threading
 
-    from embedlab import runtime
+    from embedlab.runtime.settings import stores_token_states, token_states_uncached
 
     inside, outside = threading.Event(), threading.Event()
     seen: dict[str, bool] = {}
 
     def uncached_block() -> None:
-        with runtime.token_states_uncached():
-            seen["uncached thread, in its block"] = runtime.stores_token_states()
+        with token_states_uncached():
+            seen["uncached thread, in its block"] = stores_token_states()
             inside.set()
             outside.wait(10)
-        seen["uncached thread, after its block"] = runtime.stores_token_states()
+        seen["uncached thread, after its block"] = stores_token_states()
 
     def other() -> None:
         inside.wait(10)
-        seen["other thread, meanwhile"] = runtime.stores_token_states()
+        seen["other thread, meanwhile"] = stores_token_states()
         outside.set()
 
     threads = [threading.Thread(target=uncached_block), threading.Thread(target=other)]
@@ -281,43 +285,43 @@ def test_token_states_uncached_holds_for_its_own_thread_only():
         thread.join(20)
     assert seen == {"uncached thread, in its block": False, "other thread, meanwhile": True,
                     "uncached thread, after its block": True}
-    assert runtime.stores_token_states()
+    assert stores_token_states()
 
 
 def test_set_token_state_storing_is_the_process_default_that_blocks_override():
-    from embedlab import runtime
+    from embedlab.runtime.settings import set_token_state_storing, stores_token_states, token_states_uncached
 
     try:
-        runtime.set_token_state_storing(False)
-        assert not runtime.stores_token_states()
-        with runtime.token_states_uncached():
-            assert not runtime.stores_token_states()
-        assert not runtime.stores_token_states()
+        set_token_state_storing(False)
+        assert not stores_token_states()
+        with token_states_uncached():
+            assert not stores_token_states()
+        assert not stores_token_states()
     finally:
-        runtime.set_token_state_storing(True)
-    assert runtime.stores_token_states()
+        set_token_state_storing(True)
+    assert stores_token_states()
 
 
 def test_settings_read_from_the_environment(monkeypatch, tmp_path):
-    from embedlab.runtime import settings
+    from embedlab.runtime.settings import debug_requested, ray_address, results_path, solver_thread_count
 
     monkeypatch.delenv("EMBEDLAB_RESULTS", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert settings.results_path("results.sqlite") == tmp_path / "results.sqlite"
+    assert results_path("results.sqlite") == tmp_path / "results.sqlite"
     monkeypatch.setenv("EMBEDLAB_RESULTS", "~/elsewhere.sqlite")
-    assert settings.results_path("results.sqlite") == Path("~/elsewhere.sqlite").expanduser()
+    assert results_path("results.sqlite") == Path("~/elsewhere.sqlite").expanduser()
     for value, expected in (("", False), ("0", False), ("1", True), ("yes", True)):
         monkeypatch.setenv("EMBEDLAB_DEBUG", value)
-        assert settings.debug() is expected
+        assert debug_requested() is expected
     monkeypatch.setenv("RAY_ADDRESS", "")
-    assert settings.ray_address() is None
+    assert ray_address() is None
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
-    assert settings.ray_address() == "10.0.0.1:6379"
+    assert ray_address() == "10.0.0.1:6379"
     monkeypatch.delenv("EMBEDLAB_SOLVER_THREADS", raising=False)
-    assert settings.solver_thread_count() == 1
+    assert solver_thread_count() == 1
     monkeypatch.setenv("EMBEDLAB_SOLVER_THREADS", "3")
-    assert settings.solver_thread_count() == 3
+    assert solver_thread_count() == 3
     for bad in ("0", "-2", "two"):
         monkeypatch.setenv("EMBEDLAB_SOLVER_THREADS", bad)
         with pytest.raises(ValueError, match="EMBEDLAB_SOLVER_THREADS"):
-            settings.solver_thread_count()
+            solver_thread_count()

@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 
 import embedlab
-from embedlab import runtime
 from embedlab.runtime.outputs import check_output_file
+from embedlab.runtime.progress import progress_bar, status
 from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_int
 from embedlab.evaluation.alignsim import metrics
-from embedlab.evaluation.alignsim.perturb import PERTURBATIONS, SamplingConfig
+from embedlab.evaluation.alignsim.items import PERTURBATIONS, SamplingConfig
 from embedlab.evaluation.alignsim.sources import ALL_DATASETS
 from embedlab.evaluation.alignsim.task import CRITERIA, AlignSimSetup, MethodResult
 from embedlab.results.alignsim_report import tables, write_report
@@ -114,23 +114,23 @@ def run_cli(args: argparse.Namespace, load_method=_load_method, open_db=_open_db
         print("alignsim: nothing to run: none of the requested criteria applies to the requested datasets", file=sys.stderr)
         return 2
     summaries = {}
-    for dataset in runtime.progress_bar(setup.scored_datasets(), desc="perturbation sets", unit="dataset"):
+    for dataset in progress_bar(setup.scored_datasets(), desc="perturbation sets", unit="dataset"):
         setup.perturbations(dataset)  # α/β (criteria 2, 4) need random pairs of all three paraphrase sets
         summaries[dataset] = json.loads((setup.folder / f"{dataset}.summary.json").read_text(encoding="utf-8"))
         items, skipped = (", ".join(f"{kind} {int(count)}" for kind, count in summaries[dataset][key].items()) or "none"
                           for key in ("counts", "skipped"))
-        runtime.status(f"alignsim: {dataset}: items {items}; sentences skipped: {skipped}")
+        status(f"alignsim: {dataset}: items {items}; sentences skipped: {skipped}")
     methods = [load_method(spec) for spec in args.specs]
     database = None if args.no_db else open_db(args.db)
-    from embedlab.evaluation import evaluate  # the harness (every task's libraries) loads only for a run
+    from embedlab.evaluation.harness import evaluate# the harness (every task's libraries) loads only for a run
 
     run = evaluate(methods, tasks, db=database, force=args.force, seed=args.seed,
-                   log=lambda message: runtime.status(f"alignsim: {message}"))
+                   log=lambda message: status(f"alignsim: {message}"))
     results = [MethodResult.collect(method, run.records, tasks) for method in methods]
     report = write_report(results, args.out, list(args.datasets), summaries, paper=not args.no_paper)
     if args.format in ("json", "csv"):
         print(format_records([record for result in results for record in result.records], args.format))
     else:
         print(tables(results, list(args.datasets), paper=not args.no_paper, output_format=args.format), end="")
-        runtime.status(f"alignsim: wrote {report}")
+        status(f"alignsim: wrote {report}")
     return 0

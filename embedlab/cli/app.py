@@ -20,8 +20,9 @@ import threading
 import warnings
 
 from embedlab.version import __version__
-from embedlab import runtime
-from embedlab.runtime import settings
+from embedlab.runtime.extras import MissingExtraError
+from embedlab.runtime.progress import set_progress
+from embedlab.runtime.settings import debug_requested, forbid_downloads
 from embedlab.cli import alignsim, arguments, cache, compare, embed, evaluate, matching, methods, neural, reproduce, serve, static
 from embedlab.errors import InputError
 
@@ -114,14 +115,14 @@ def run() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit status; an error prints one line (see :func:`exit_status`)."""
-    settings.forbid_downloads()  # embedlab never downloads
+    forbid_downloads()  # embedlab never downloads
     args = build_parser().parse_args(argv)
     handles_sigint = (threading.current_thread() is threading.main_thread()
                       and signal.getsignal(signal.SIGINT) is signal.default_int_handler)  # an ignored SIGINT stays ignored
     if handles_sigint:
         signal.signal(signal.SIGINT, _interrupt)
     args.command_line = ["embedlab", *(sys.argv[1:] if argv is None else argv)]  # reports record what made them
-    runtime.set_progress(arguments.progress_mode(args))
+    set_progress(arguments.progress_mode(args))
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning(args.command)
@@ -130,18 +131,18 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return RUNTIME_ERROR
     except (Exception, KeyboardInterrupt) as error:  # noqa: BLE001 - every failure becomes one line
-        if settings.debug():
+        if debug_requested():
             raise
         status = exit_status(error)
         if status == INTERRUPTED:
             message = "interrupted"
-        elif status == USAGE_ERROR or isinstance(error, (OSError, sqlite3.Error, runtime.MissingExtraError)):
+        elif status == USAGE_ERROR or isinstance(error, (OSError, sqlite3.Error, MissingExtraError)):
             message = describe(error)
         else:  # not a fault we expect: name its type so that a bug report says what happened
             message = f"{type(error).__name__}: {describe(error)} (EMBEDLAB_DEBUG=1 shows the traceback)"
         print(f"embedlab {args.command}: error: {message}", file=sys.stderr)
         return status
     finally:
-        runtime.set_progress("auto")  # the next command (in the same process, e.g. a test) starts afresh
+        set_progress("auto")  # the next command (in the same process, e.g. a test) starts afresh
         if handles_sigint:
             signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -105,7 +105,7 @@ def add_quiet(parser: argparse.ArgumentParser) -> None:
 
 
 def progress_mode(args: argparse.Namespace) -> str:
-    """The :func:`embedlab.runtime.set_progress` mode the parsed options ask for."""
+    """The :func:`embedlab.runtime.progress.set_progress` mode the parsed options ask for."""
     if getattr(args, "quiet", False):
         return "quiet"
     return "always" if getattr(args, "force_progress", False) else "auto"

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from embedlab import runtime
+from embedlab.runtime.cache.budget import cache_kinds, clear_cache
+from embedlab.runtime.settings import CACHE_LAYERS_VARIABLE, CACHE_MAX_VARIABLE, cache_budget, cache_layers, cache_root
 from embedlab.errors import InputError, UnknownNameError
 
 
@@ -25,14 +26,14 @@ def _size(nbytes: int) -> str:
 def _cmd_info(args: argparse.Namespace) -> int:
     from embedlab.tokens.packs import indexed_entries
 
-    root = runtime.cache_root(create=False)
-    kinds = runtime.cache_kinds()
+    root = cache_root(create=False)
+    kinds = cache_kinds()
     total = sum(kind.bytes for kind in kinds)
-    budget = runtime.cache_budget()
+    budget = cache_budget()
     print(f"location: {root}{'' if root.is_dir() else ' (not created yet)'}")
-    print(f"budget:   {_size(budget)} ({runtime.CACHE_MAX_VARIABLE}; least recently used entries are evicted beyond it)")
+    print(f"budget:   {_size(budget)} ({CACHE_MAX_VARIABLE}; least recently used entries are evicted beyond it)")
     print(f"used:     {_size(total)} ({100 * total / budget:.0f}% of the budget)" if budget else f"used:     {_size(total)}")
-    print(f"layers:   {runtime.cache_layers()} ({runtime.CACHE_LAYERS_VARIABLE}: 'spec' keeps the layers a method reads, 'all' every layer)")
+    print(f"layers:   {cache_layers()} ({CACHE_LAYERS_VARIABLE}: 'spec' keeps the layers a method reads, 'all' every layer)")
     if not kinds:
         return 0
     print(f"\n{'kind':24s} {'size':>11s} {'files':>7s} {'entries':>8s}  evictable")
@@ -43,16 +44,16 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_clear(args: argparse.Namespace) -> int:
-    kinds = {kind.name: kind for kind in runtime.cache_kinds()}
+    kinds = {kind.name: kind for kind in cache_kinds()}
     if args.kind is not None and args.kind not in kinds:
-        raise UnknownNameError(f"no cache kind {args.kind!r} in {runtime.cache_root(create=False)}; "
+        raise UnknownNameError(f"no cache kind {args.kind!r} in {cache_root(create=False)}; "
                           f"kinds there: {', '.join(sorted(kinds)) or 'none'}")
     if args.kind is not None and not kinds[args.kind].recomputable:
         raise InputError(f"{args.kind} holds files that cannot be recomputed (trained weights, checkpoints, models); "
-                         f"delete {runtime.cache_root(create=False) / args.kind} by hand if you mean it")
-    freed = runtime.clear_cache(args.kind)
+                         f"delete {cache_root(create=False) / args.kind} by hand if you mean it")
+    freed = clear_cache(args.kind)
     kept = [name for name, kind in kinds.items() if not kind.recomputable and args.kind is None]
-    print(f"freed {_size(freed)} from {runtime.cache_root(create=False)}{f' ({args.kind})' if args.kind else ''}"
+    print(f"freed {_size(freed)} from {cache_root(create=False)}{f' ({args.kind})' if args.kind else ''}"
           + (f"; kept (not recomputable): {', '.join(sorted(kept))}" if kept else ""))
     return 0
 

@@ -16,16 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab import runtime
+from embedlab.runtime.progress import show_progress, status
 from embedlab.cli.arguments import add_out, add_quiet, positive_int
 from embedlab.data import unicode_problem
 from embedlab.data.corpus import FORMATS, Corpus
 from embedlab.engines.parquet_vectors import shard_bytes
 from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES
-from embedlab.runtime.outputs import same_path
+from embedlab.runtime.outputs import check_output_file, same_path
 from embedlab.errors import InputError  # a command-line choice that cannot work (output path, option combination)
-from embedlab.runtime import atomic_write_bytes
-from embedlab.runtime.outputs import check_output_file
+from embedlab.runtime.cache.atomic import atomic_write_bytes
 
 OUTPUT_FORMATS = (".npy", ".parquet")
 # Suffixes of file formats embed does not write: `--out vectors.npz` is a mistake, not a folder's name.
@@ -93,7 +92,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     if not texts:
         _refuse_empty(corpus.source)
     method = embedlab.load(args.spec)
-    vectors = method.encode(texts, batch_size=args.batch_size, show_progress_bar=runtime.show_progress(), normalize_embeddings=args.normalize)
+    vectors = method.encode(texts, batch_size=args.batch_size, show_progress_bar=show_progress(), normalize_embeddings=args.normalize)
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)  # FAISS-ready rows
     if kind == ".npy":
         buffer = io.BytesIO()
@@ -105,7 +104,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         atomic_write_bytes(output, [payload])
     except OSError as error:
         raise OSError(error.errno, f"could not write the output ({error.strerror}); nothing was written", str(output)) from None
-    runtime.status(f"wrote {vectors.shape[0]} x {vectors.shape[1]} float32 vectors to {output}")
+    status(f"wrote {vectors.shape[0]} x {vectors.shape[1]} float32 vectors to {output}")
     return 0
 
 
@@ -121,15 +120,15 @@ def _embed_to_folder(args: argparse.Namespace, folder: Path) -> int:
         raise InputError("--include-text needs a .parquet --out file; a shard folder holds ids and vectors")
     if args.engine != "ray" and (args.address or args.workers):
         raise InputError("--address and --workers are options of --engine ray")
-    from embedlab.engines import embed_corpus  # the models (torch) load only when a run needs them
+    from embedlab.engines.runner import embed_corpus# the models (torch) load only when a run needs them
 
     result = embed_corpus(
         args.spec, args.input, folder, engine=args.engine, input_format=args.input_format, shard_size=args.shard_size,
-        batch_size=args.batch_size, normalize=args.normalize, overwrite=args.overwrite, progress=runtime.show_progress(),
+        batch_size=args.batch_size, normalize=args.normalize, overwrite=args.overwrite, progress=show_progress(),
         address=args.address, workers=args.workers,
     )
     reused = f", {result.shards_reused} finished shard(s) kept" if result.shards_reused else ""
-    runtime.status(f"{result.texts} x {result.dimension} float32 vectors in {result.folder} "
+    status(f"{result.texts} x {result.dimension} float32 vectors in {result.folder} "
                    f"({result.shards_written} shard(s) written{reused})")
     return 0
 

@@ -62,7 +62,7 @@ def _stored(args: argparse.Namespace) -> list[Record]:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from embedlab.evaluation import evaluate, parse_tasks
+    from embedlab.evaluation.harness import evaluate, parse_tasks
     from embedlab.results.database import ResultsDB
 
     if args.engine != "ray" and (args.address or args.workers):

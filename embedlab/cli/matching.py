@@ -55,8 +55,9 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from embedlab.matching.method import learned_weights_path
-    from embedlab.models import load_model
-    from embedlab.training.token_weights import TrainingConfig, train_token_weights
+    from embedlab.models.loading import load_model
+    from embedlab.training.token_weight_settings import TrainingConfig
+    from embedlab.training.token_weights import train_token_weights
 
     config = config_from_arguments(TrainingConfig, args, TOKEN_WEIGHT_OPTIONS)
     out = Path(args.out) if args.out else learned_weights_path(load_model(args.model))
@@ -92,7 +93,7 @@ def _cmd_bertscore(args: argparse.Namespace) -> int:
 
     from embedlab.matching.bertscore import bertscore
     from embedlab.matching.bertscore_scoring import resolve_layer
-    from embedlab.models import load_model
+    from embedlab.models.loading import load_model
 
     from embedlab.runtime.outputs import check_output_file, write_output_text
 

@@ -12,8 +12,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from embedlab import runtime
 from embedlab.runtime.outputs import check_output_file
+from embedlab.runtime.progress import status
 from embedlab.cli.arguments import (ConfigOption, add_config_options, add_out, add_quiet, config_from_arguments, non_negative_float,
                                     non_negative_int, positive_float, positive_int, reproducing_arguments)
 
@@ -54,8 +54,9 @@ def add_cli(subparsers) -> None:
 
 def _train_handler(args: argparse.Namespace) -> int:
     from embedlab.neural.head import HeadError
-    from embedlab.training.mlm_head import HeadTrainingConfig, default_head_filename, save_head, train_head
-    from embedlab.runtime import cache_dir
+    from embedlab.training.mlm_head import default_head_filename, save_head, train_head
+    from embedlab.training.mlm_head_settings import HeadTrainingConfig
+    from embedlab.runtime.settings import cache_dir
 
     config = config_from_arguments(HeadTrainingConfig, args, HEAD_OPTIONS)
     out = args.out or Path(default_head_filename(args.model))
@@ -67,7 +68,7 @@ def _train_handler(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*lr_scheduler.step.*")
-            result = train_head(config, checkpoint_dir=checkpoint_dir, command=command, log=runtime.status)
+            result = train_head(config, checkpoint_dir=checkpoint_dir, command=command, log=status)
     except (HeadError, FileNotFoundError, LookupError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -18,7 +18,9 @@ PAPER_CHOICES = ("neural", "pooling", "matching", "alignsim", "all")
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from embedlab.results.reproduce import PAPERS, recompute, write_report
+    from embedlab.results.reproduce.recomputing import recompute
+    from embedlab.results.reproduce.render import write_report
+    from embedlab.results.reproduce.values import PAPERS
 
     papers = list(PAPERS) if args.paper == "all" else [args.paper]
     command = "embedlab reproduce " + ("--recompute" if args.recompute else "--quick") + f" --paper {args.paper}"

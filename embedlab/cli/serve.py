@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 
-from embedlab import runtime
+from embedlab.runtime.extras import MissingExtraError
+from embedlab.runtime.progress import status
 from embedlab.cli.arguments import non_negative_float, non_negative_int, positive_int
 from embedlab.errors import InputError
-from embedlab.runtime import settings
+from embedlab.runtime.settings import serve_api_key
 
 def _port(text: str) -> int:
     port = non_negative_int(text)
@@ -28,7 +29,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         import prometheus_client  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as error:
-        raise runtime.MissingExtraError("serve", f"serving over HTTP ({error.name})") from error
+        raise MissingExtraError("serve", f"serving over HTTP ({error.name})") from error
     from embedlab.serve.app import ServeOptions, create_app
     from embedlab.serve.served import load_served, parse_aliases
     from embedlab.serve.server import listen
@@ -38,11 +39,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     options = ServeOptions(
         max_inputs=args.max_inputs, max_input_chars=args.max_input_chars, max_body_bytes=args.max_body_bytes,
         max_batch_tokens=args.max_batch_tokens, max_wait_ms=args.max_wait_ms, max_queue=args.max_queue,
-        batch_size=args.batch_size, api_key=args.api_key or settings.serve_api_key(),
+        batch_size=args.batch_size, api_key=args.api_key or serve_api_key(),
     )
     served = load_served(args.spec, parse_aliases(args.name), fit_on=args.fit_on, fitted=args.fitted, batch_size=args.batch_size)
     listener = listen(create_app(served, options), args.host, args.port)
-    runtime.status(f"serving {', '.join(sorted({entry.spec for entry in served.values()}))}")
+    status(f"serving {', '.join(sorted({entry.spec for entry in served.values()}))}")
     print(f"listening on {listener.url}", flush=True)
     listener.run()
     return 0

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from embedlab.data import DataFormatError, json_object, unicode_problem
 from embedlab.data.reading import read_text, special_file_kind
-from embedlab.runtime import data_path
+from embedlab.runtime.settings import data_path
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 

@@ -8,7 +8,7 @@ from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledTexts
 from embedlab.data.reading import check_rows, file_lines
-from embedlab.runtime import data_path
+from embedlab.runtime.settings import data_path
 
 
 # Number of classes of the clustering sets (README); k-means uses k = number of classes.

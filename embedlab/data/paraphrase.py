@@ -14,7 +14,7 @@ from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledPairs
 from embedlab.data.reading import check_rows, file_lines, json_lines, read_text, senteval_text, split_fields
-from embedlab.runtime import data_path
+from embedlab.runtime.settings import data_path
 
 
 def mrpc(split: str) -> LabelledPairs:

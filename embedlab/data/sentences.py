@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from typing import TYPE_CHECKING
 
-from embedlab.runtime import cached
+from embedlab.runtime.memo import cached
 
 if TYPE_CHECKING:  # pysbd loads on first use
     import pysbd

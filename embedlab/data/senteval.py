@@ -9,7 +9,7 @@ from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledTexts
 from embedlab.data.reading import check_rows, file_lines, senteval_text
-from embedlab.runtime import data_path
+from embedlab.runtime.settings import data_path
 
 
 BINARY_FILES = {

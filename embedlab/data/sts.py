@@ -11,7 +11,7 @@ from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledPairs, ScoredPairs
 from embedlab.data.reading import check_rows, file_lines, parse_number, split_fields
-from embedlab.runtime import data_path, data_root
+from embedlab.runtime.settings import data_path, data_root
 
 
 STS_YEARS = ("sts12", "sts13", "sts14", "sts15", "sts16")

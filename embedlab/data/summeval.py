@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from embedlab.data import DataFormatError
 from embedlab.data.reading import check_rows, json_lines
-from embedlab.runtime import data_path
+from embedlab.runtime.settings import data_path
 
 
 SUMMEVAL_ASPECTS = ("coherence", "consistency", "fluency", "relevance")

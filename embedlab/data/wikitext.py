@@ -20,7 +20,10 @@ from pathlib import Path
 from embedlab.data import DataFormatError
 from embedlab.data.sentences import split_sentences_of_texts
 from embedlab.errors import InputError
-from embedlab.runtime import atomic_write_bytes, building, cache_dir, cached, data_path
+from embedlab.runtime.cache.atomic import atomic_write_bytes
+from embedlab.runtime.cache.locks import building
+from embedlab.runtime.memo import cached
+from embedlab.runtime.settings import cache_dir, data_path
 
 # Tokens per split as published with WikiText-2 (words plus one end-of-line token per line).
 WIKITEXT_TOKENS = {"train": 2088628, "valid": 217646, "test": 245569}

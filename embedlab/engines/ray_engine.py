@@ -27,9 +27,9 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from embedlab import runtime
-from embedlab.runtime import settings
+from embedlab.runtime.memory import keep_large_allocations_apart, release_free_memory
 from embedlab.runtime.progress import progress_bar
+from embedlab.runtime.settings import cache_root, configure, data_root, ray_address, set_token_state_storing
 from embedlab.data.corpus import Corpus
 from embedlab.engines.fitting import load_vector_method
 from embedlab.engines.plan import slice_rows
@@ -52,7 +52,7 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
     if ray.is_initialized():
         yield ray
         return
-    address = address or settings.ray_address()
+    address = address or ray_address()
     if address:
         ray.init(address=address, logging_level=logging.WARNING)
     else:
@@ -72,12 +72,12 @@ class _Encoder:
     texts) or where to read them (``offset``/``line`` of the shard's start in the input, ``skip`` records
     into the shard, ``rows`` records), read here so that no text passes through the driver."""
 
-    def __init__(self, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, cache_root: str, data_root: str,
+    def __init__(self, spec: str, states: Sequence[bytes], batch_size: int, normalize: bool, cache_folder: str, data_folder: str,
                  path: str | None = None, input_format: str = "auto") -> None:
-        runtime.configure(cache_root=cache_root, data_root=data_root)
-        runtime.keep_large_allocations_apart()  # a long-lived actor: see the function
-        if path:  # a corpus into shards: its token states are not kept (see runtime.token_states_uncached)
-            runtime.set_token_state_storing(False)
+        configure(cache_root=cache_folder, data_root=data_folder)
+        keep_large_allocations_apart()  # a long-lived actor: see the function
+        if path:  # a corpus into shards: its token states are not kept (see settings.token_states_uncached)
+            set_token_state_storing(False)
         self.method = load_vector_method(spec).restore(states)
         self.batch_size = batch_size
         self.normalize = normalize
@@ -95,7 +95,7 @@ class _Encoder:
         # float32 here whatever the spec's precision=: the caller quantises once, over all the rows (the ranges of int8)
         vectors = self.method.encode(texts, batch_size=self.batch_size, show_progress_bar=False, normalize_embeddings=self.normalize,
                                      precision="float32")
-        runtime.release_free_memory()  # a long-lived actor: keep its resident memory flat (see the function)
+        release_free_memory()  # a long-lived actor: keep its resident memory flat (see the function)
         return {"shard": shards, "position": positions, "id": ids, "vector": vectors}
 
     def _read(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
@@ -141,7 +141,7 @@ def _encode_dataset(dataset, method: VectorMethod, states: Sequence[bytes], batc
     size, resources = actor_plan(method.uses_gpu, ray.cluster_resources(), workers)
     return dataset.map_batches(
         _Encoder, batch_size=rows, **resources, compute=ray.data.ActorPoolStrategy(size=size),
-        fn_constructor_args=(method.spec, list(states), batch_size, normalize, str(runtime.cache_root()), str(runtime.data_root()), *source),
+        fn_constructor_args=(method.spec, list(states), batch_size, normalize, str(cache_root()), str(data_root()), *source),
     )
 
 

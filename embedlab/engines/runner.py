@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab import runtime
+from embedlab.runtime.memory import keep_large_allocations_apart, release_free_memory
 from embedlab.runtime.progress import ProgressBar, progress_bar
+from embedlab.runtime.settings import token_states_uncached
 from embedlab.data.corpus import Corpus, CorpusScan
 from embedlab.engines.fitting import load_vector_method
 from embedlab.engines.output_precision import cut_width, fitted_ranges, output_keys, stored_vectors, stored_width
@@ -57,9 +58,9 @@ def _local_shards(method: VectorMethod, corpus: Corpus, plans: list[ShardPlan], 
         blocks = []
         for start in range(0, len(texts), rows):
             chunk = texts[start:start + rows]
-            with runtime.token_states_uncached():  # the shards are the result: no token states kept for a rerun
+            with token_states_uncached():  # the shards are the result: no token states kept for a rerun
                 blocks.append(_float_rows(method, chunk, batch_size, normalize))
-            runtime.release_free_memory()  # resident memory stays flat however long the corpus (see the function)
+            release_free_memory()  # resident memory stays flat however long the corpus (see the function)
             bar.update(len(chunk))
         yield plan, ids, np.vstack(blocks)
 
@@ -88,7 +89,7 @@ def embed_corpus(
         raise InputError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if shard_size < 1 or batch_size < 1:
         raise InputError("shard size and batch size must be positive integers")
-    runtime.keep_large_allocations_apart()  # resident memory independent of the corpus's length
+    keep_large_allocations_apart()  # resident memory independent of the corpus's length
     corpus = Corpus(input_path, input_format)
     identity = corpus.identity()
     folder = OutputFolder(out)
@@ -125,14 +126,14 @@ def _embed_locked(method: VectorMethod, corpus: Corpus, folder: OutputFolder, ex
     todo = [plan for plan in plans if plan.index not in finished]
     folder.check_free_space(sum(plan.rows for plan in todo), method.dimension)
     folder.write_manifest(manifest)  # from here on the folder is this run's, even if killed while fitting
-    with runtime.token_states_uncached():  # as for the shards: a fit pass is not worth caching token states for
+    with token_states_uncached():  # as for the shards: a fit pass is not worth caching token states for
         states = _fitted_states(method, corpus, folder, manifest, batch_size)
         ranges = fitted_ranges(method, manifest, corpus, lambda texts: _float_rows(method, texts, batch_size, normalize),
                                slice_rows(scan.count))
     folder.write_manifest(manifest)
     done = sum(entry["rows"] for entry in finished.values())
     # texts done, texts/s and ETA on stderr; silent when ``progress`` is False, or None and no one watches
-    with progress_bar(total=scan.count, initial=done, unit="text", desc="embed", disable=not runtime.show_progress(progress),
+    with progress_bar(total=scan.count, initial=done, unit="text", desc="embed", show=progress,
                       dynamic_ncols=True, smoothing=0.1) as bar:
         if engine == "ray":
             from embedlab.engines.ray_engine import ray_shards

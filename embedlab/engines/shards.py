@@ -9,7 +9,7 @@ Layout (one format, whatever the engine)::
     FOLDER/shard-00001.parquet  …
 
 Why this shape: every shard and every manifest version is written with
-:func:`embedlab.runtime.atomic_write_bytes`, and a shard enters the manifest only after it is on disk, so
+:func:`embedlab.runtime.cache.atomic.atomic_write_bytes`, and a shard enters the manifest only after it is on disk, so
 a run killed at any instant (``kill -9`` included) leaves only whole shards that the manifest vouches for;
 the next run checks them (size and sha256) and starts at the first shard not listed. Parquet keeps the
 ids beside the vectors in one file, so a shard can never be half of a pair of files; :func:`read_shards`
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab import runtime
+from embedlab.runtime.cache.atomic import atomic_write_bytes, remove_orphan_temporaries
 from embedlab.engines.parquet_vectors import VECTOR_DTYPES, read_shard, shard_bytes
 from embedlab.engines.resume import comparable, difference
 from embedlab.runtime.outputs import same_path
@@ -118,16 +118,16 @@ class OutputFolder:
         return manifest
 
     def write_manifest(self, manifest: dict) -> None:
-        runtime.atomic_write_bytes(self.manifest_path, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+        atomic_write_bytes(self.manifest_path, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
 
     def write_bytes(self, name: str, payload: bytes) -> None:
-        runtime.atomic_write_bytes(self.path / name, payload)
+        atomic_write_bytes(self.path / name, payload)
 
     def write_shard(self, index: int, ids: Sequence[int | str], vectors: np.ndarray) -> dict[str, object]:
         """Write shard ``index`` atomically; its manifest entry (file, rows, sha256)."""
         path = self.path / shard_name(index)
         payload = shard_bytes(ids, vectors)
-        runtime.atomic_write_bytes(path, [payload])
+        atomic_write_bytes(path, [payload])
         return {"index": index, "file": path.name, "rows": len(ids), "sha256": hashlib.sha256(memoryview(payload)).hexdigest()}
 
     def intact(self, entry: dict) -> bool:
@@ -255,7 +255,7 @@ class OutputFolder:
     def create(self) -> None:
         """Make the folder (after every check passed) and remove the temporaries a killed run left."""
         self.path.mkdir(parents=True, exist_ok=True)
-        runtime.remove_orphan_temporaries(self.path)
+        remove_orphan_temporaries(self.path)
 
     def _nearest_existing(self) -> Path:
         return next(folder for folder in (self.path, *self.path.parents) if folder.exists())

@@ -23,7 +23,7 @@ from embedlab.errors import InputError, InputTypeError
 from embedlab.data import DataFormatError
 from embedlab.data.reading import special_file_kind
 from embedlab.evaluation.records import Record, UnitScores
-from embedlab.runtime import cache_key
+from embedlab.runtime.cache.hashing import cache_key
 from embedlab.runtime.settings import solver_thread_count
 
 

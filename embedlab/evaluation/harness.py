@@ -18,7 +18,8 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from embedlab import runtime
+from embedlab.runtime.cache.hashing import cache_key
+from embedlab.runtime.progress import progress_bar, status
 from embedlab.errors import InputError
 from embedlab.evaluation.alignsim.task import AlignSimTask
 from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task, as_method, method_identity
@@ -148,7 +149,7 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
     scores; for reused records whose stored interval was drawn with another B or seed, from the stored
     units, and written back in place (no text is encoded again).
     """
-    say = log or runtime.status
+    say = log or status
     resamples = check_resamples(bootstrap_resamples() if bootstrap is None else bootstrap)
     methods, tasks = [as_method(method) for method in methods], list(tasks)
     run = EvaluationRun()
@@ -157,7 +158,7 @@ def evaluate(methods: Iterable[Method], tasks: Iterable[Task], *, db=None, force
         if any(task.applies_to(method) for method in methods):
             task.check_data()
     total = len(methods) * len(tasks)
-    bar = runtime.progress_bar(total=total, desc="tasks", unit="task")
+    bar = progress_bar(total=total, desc="tasks", unit="task")
     for number, (method, task) in enumerate(((m, t) for m in methods for t in tasks), start=1):
         bar.set_postfix_str(f"{task.name}/{task.dataset} {method.spec}", refresh=False)
         done = _evaluate_one(run, method, task, db=db, force=force, seed=seed, say=say, resamples=resamples)
@@ -236,7 +237,7 @@ def _against_reference(task: Task, method: Method, reference: Method, *, db, for
     """``task``'s comparison of ``method`` with ``reference``: the stored records of this pair of identities,
     or the comparison computed now and stored."""
     subset = f"vs {reference.spec}"
-    pair_identity = runtime.cache_key("intersection", method_identity(method), method_identity(reference))
+    pair_identity = cache_key("intersection", method_identity(method), method_identity(reference))
     if db is not None and not force:
         rows = [row for row in db.provenance(method.spec, task.name, task.dataset) if row["subset"] == subset]
         stored = [Record(*(row[key] for key in ("method", "task", "dataset", "subset", "metric", "value", "n")))

@@ -104,7 +104,7 @@ def trec_run_lines(query_ids: Sequence[str], doc_ids: Sequence[Sequence[str]], s
 def write_trec_run(path: str | Path, query_ids: Sequence[str], doc_ids: Sequence[Sequence[str]], scores: np.ndarray,
                    tag: str) -> Path:
     """The run in TREC format, written atomically (a reader never sees half a file)."""
-    from embedlab.runtime import atomic_write_bytes
+    from embedlab.runtime.cache.atomic import atomic_write_bytes
 
     target = Path(path).expanduser()
     text = "".join(trec_run_lines(query_ids, doc_ids, scores, tag))

@@ -7,7 +7,7 @@ distinct texts, in first-seen order, then gives each list its rows back. Pairwis
 (``method.pairwise``, e.g. token matching) have no vectors: they get one ``similarity_pairs()`` call on the
 distinct pairs, and their score stands in for the cosine.
 
-Encodings and pair scores are cached on disk through ``runtime.ArrayStore("eval")`` (checksummed,
+Encodings and pair scores are cached on disk through ``runtime.cache.arrays.ArrayStore("eval")`` (checksummed,
 atomic), keyed by method spec, model fingerprint and a digest of the text list, so reruns and
 interrupted runs recompute nothing.
 """
@@ -18,11 +18,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from embedlab import runtime
+from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.hashing import cache_key, texts_digest
+from embedlab.runtime.progress import show_progress
 from embedlab.errors import InputError
 from embedlab.evaluation.base import Method, NotApplicableError, method_identity
 
-_STORE = runtime.ArrayStore("eval")
+_STORE = ArrayStore("eval")
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -61,7 +63,7 @@ def product_subset(subset: str, product: str) -> str:
 
 
 def _cache_key(method: Method, kind: str, texts: Sequence[str]) -> str:
-    return runtime.cache_key(kind, method_identity(method), runtime.texts_digest(texts))
+    return cache_key(kind, method_identity(method), texts_digest(texts))
 
 
 def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32, role: str | None = None,
@@ -79,7 +81,7 @@ def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32, 
         overrides["precision"] = precision
 
     def compute() -> np.ndarray:
-        vectors = method.encode(texts, batch_size=batch_size, show_progress_bar=runtime.show_progress(), **overrides)
+        vectors = method.encode(texts, batch_size=batch_size, show_progress_bar=show_progress(), **overrides)
         # quantised outputs (precision=binary ...) compared as their precision means them: bits as ±1
         vectors = np.asarray(method.comparable(vectors) if hasattr(method, "comparable") else vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
@@ -98,7 +100,7 @@ def score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int = 
     ``cached=False`` (a caller that times the scoring itself)."""
 
     def compute() -> np.ndarray:
-        scores = np.asarray(method.similarity_pairs(pairs, batch_size=batch_size, show_progress_bar=runtime.show_progress()), dtype=np.float32)
+        scores = np.asarray(method.similarity_pairs(pairs, batch_size=batch_size, show_progress_bar=show_progress()), dtype=np.float32)
         if scores.shape != (len(pairs),):
             raise InputError(f"{method.spec!r}.similarity_pairs returned shape {scores.shape} for {len(pairs)} pairs")
         if not np.all(np.isfinite(scores)):

@@ -45,7 +45,7 @@ from embedlab.matching.bertscore_baselines import check_baseline_source, load_or
 from embedlab.matching.bertscore_scoring import (check_long_texts, check_pairs, check_weighted, input_token_ids, package_input_limit,
                                                  plain_weights, reference_idf,
                                                  resolve_layer, score_sides, text_sides)
-from embedlab.models import LoadedModel, load_model
+from embedlab.models.loading import LoadedModel, load_model
 
 
 

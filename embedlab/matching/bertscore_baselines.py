@@ -16,8 +16,9 @@ from embedlab.errors import InputError
 from embedlab.matching.bertscore_scoring import PACKAGE_BATCH, plain_weights, resolve_layer, score_sides
 from embedlab.matching.scoring import TextSide
 from embedlab.methods.base import unit_rows
-from embedlab.models import LoadedModel
-from embedlab.runtime import atomic_write_bytes, cache_dir, data_path
+from embedlab.models.loading import LoadedModel
+from embedlab.runtime.cache.atomic import atomic_write_bytes
+from embedlab.runtime.settings import cache_dir, data_path
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "bertscore_baselines"
 BASELINE_PAIRS = 5000  # random sentence pairs per baseline (the BERTScore paper used 1M from Common Crawl)
@@ -129,7 +130,7 @@ def build_baselines(model: LoadedModel, layers: Sequence[int], batch_size: int =
     for all ``layers``), as the BERTScore paper builds its baselines from random Common Crawl pairs; each
     layer's record, with its provenance, goes to the cache entry :func:`check_baseline_source` looks for."""
     from embedlab.data.wikitext import wikitext2_file
-    from embedlab.runtime import token_states_uncached
+    from embedlab.runtime.settings import token_states_uncached
     from embedlab.tokens.store import store_for
 
     layers = tuple(resolve_layer(model, layer) for layer in layers)

@@ -13,10 +13,9 @@ from embedlab.data import is_blank
 from embedlab.errors import InputError, InputTypeError
 from embedlab.matching.scoring import TextSide, weighted_mean
 from embedlab.methods.base import check_texts, unit_rows
-from embedlab.models import LoadedModel
+from embedlab.models.loading import LoadedModel
 from embedlab.pooling.aggregation import FlatTokens
-from embedlab.pooling.sources import ContextualTokens, layout_of
-from embedlab.pooling.sources import special_token_ids as model_special_ids
+from embedlab.pooling.sources import ContextualTokens, layout_of, special_token_ids as model_special_ids
 from embedlab.tokens.store import store_for
 
 # The layer the package uses by default for some common models (its ``model2layers`` table, tuned on

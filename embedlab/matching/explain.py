@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab import runtime
+from embedlab.runtime.cache.atomic import save_figure
+from embedlab.runtime.extras import pyplot
 from embedlab.matching.scoring import TextSide, pair_score, token_scores
 
 
@@ -87,7 +88,7 @@ def plot_explanation(explanation: MatchExplanation, out: Path | str, title: str 
     Returns the matplotlib Figure (closed after saving); the marks are Rectangle patches whose
     ``get_label()`` is ``"first"`` or ``"second"``.
     """
-    plt = runtime.pyplot()
+    plt = pyplot()
     from matplotlib.patches import Rectangle
 
     rows, columns = explanation.matrix.shape
@@ -110,6 +111,6 @@ def plot_explanation(explanation: MatchExplanation, out: Path | str, title: str 
     axes.set_yticks(range(rows), [f"{token} {score:.2f} (w {weight:.2f})" for token, score, weight in zip(explanation.tokens_a, explanation.scores_a, explanation.weights_a)])
     axes.set_title(title or f"similarity {explanation.similarity:.3f}; boxes: row max (solid), 2nd max (dashed)", fontsize=9)
     figure.tight_layout()
-    runtime.save_figure(figure, Path(out), dpi=120)
+    save_figure(figure, Path(out), dpi=120)
     plt.close(figure)
     return figure

@@ -29,20 +29,28 @@ from safetensors.numpy import save as save_numpy
 
 from embedlab.data import is_blank
 from embedlab.errors import InputError, InputTypeError
-from embedlab.matching.bertscore_scoring import (PACKAGE_BATCH, check_pairs, check_weighted, input_token_ids, package_input_limit,
-                                                 package_token_vectors, plain_weights, reference_idf)
-from embedlab.matching.bertscore_scoring import score_sides as score_bertscore_sides
+from embedlab.matching.bertscore_scoring import (
+    PACKAGE_BATCH,
+    check_pairs,
+    check_weighted,
+    input_token_ids,
+    package_input_limit,
+    package_token_vectors,
+    plain_weights,
+    reference_idf,
+    score_sides as score_bertscore_sides,
+)
 from embedlab.matching.explain import MatchExplanation, explain_pair
 from embedlab.matching.scoring import MODES, SCORES, TextSide, score_sides
-from embedlab.methods.base import EmbeddingMethod, Family, check_texts, unit_rows
-from embedlab.methods.base import check_pairs as check_text_pairs
+from embedlab.methods.base import EmbeddingMethod, Family, check_pairs as check_text_pairs, check_texts, unit_rows
 from embedlab.methods.pooled import POOLED_FAMILY, PooledMethod
 from embedlab.methods.pooled_options import LAYERS_OPTION
 from embedlab.methods.precision import COMPUTE_OPTIONS
-from embedlab.models import LoadedModel
+from embedlab.models.loading import LoadedModel
 from embedlab.pooling.aggregation import FlatTokens, select_tokens
 from embedlab.pooling.weights import reference_token_statistics
-from embedlab.runtime import atomic_write_bytes, cache_dir
+from embedlab.runtime.cache.atomic import atomic_write_bytes
+from embedlab.runtime.settings import cache_dir
 from embedlab.spec import MethodSpec, Option, SpecError, build_spec
 
 WEIGHTS = ("learned", "idf", "none", "idf-refs")

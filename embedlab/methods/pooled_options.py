@@ -7,7 +7,7 @@ Each family's option table lists its options in the order its canonical specs li
 from __future__ import annotations
 
 from embedlab.errors import InputError
-from embedlab.models import LoadedModel, ModelTraits
+from embedlab.models.loading import LoadedModel, ModelTraits
 from embedlab.methods.precision import COMPUTE_OPTIONS, OUTPUT_OPTIONS
 from embedlab.methods.prompts import warn_unusual_pairing
 from embedlab.pooling.aggregation import AGGREGATIONS

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from embedlab.errors import InputError
-from embedlab.models import default_device
+from embedlab.models.loading import default_device
 from embedlab.models.precision import resolve_compute
 from embedlab.spec import MethodSpec, Option, SpecError, whole_number
 

@@ -6,9 +6,9 @@ import numpy as np
 
 from embedlab.methods.base import Family, VectorMethod
 from embedlab.methods.precision import COMPUTE_OPTIONS, OUTPUT_OPTIONS, compute_of
-from embedlab.models import load_model
+from embedlab.models.loading import load_model
 from embedlab.models.precision import TORCH_DTYPES, fingerprint_suffix, quantize_linear_int8
-from embedlab.runtime import memo
+from embedlab.runtime.memo import memo
 
 _SENTENCE_TRANSFORMERS = memo("sentence-transformers models", maxsize=2)
 

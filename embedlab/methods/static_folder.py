@@ -15,7 +15,7 @@ import functools
 from embedlab.methods.base import Family
 from embedlab.methods.pooled import PooledMethod, build_pipeline
 from embedlab.methods.pooled_options import STATIC, STATIC_OPTIONS
-from embedlab.models import ModelTraits
+from embedlab.models.loading import ModelTraits
 from embedlab.pooling.pipeline import PoolingPipeline
 from embedlab.pooling.postprocess import ChainStep, parse_chain
 from embedlab.pooling.sources import ImportedStaticTokens

@@ -25,40 +25,6 @@ hash: the same file under another path shares every cached output.
 
 The package: :mod:`.named` (the registry packages' models), :mod:`.gguf` (GGUF conversion),
 :mod:`.fingerprints` (content hashes) and :mod:`.loading` (resolve, check, load).
+Nothing is re-exported here: import each name from its module (``from embedlab.models.loading import
+load_model``).
 """
-
-from embedlab.models.checks import ModelFileError
-from embedlab.models.fingerprints import gguf_sha256, model_fingerprint, transformer_fingerprint
-from embedlab.models.gguf import GGUF_FORMAT, check_gguf, convert_gguf, converted_gguf_folder
-from embedlab.models.loading import (
-    LoadedModel,
-    ModelTraits,
-    check_model,
-    default_device,
-    is_model2vec_folder,
-    load_model,
-    model_traits,
-    resolve_model_path,
-)
-from embedlab.models.named import (
-    DESCRIPTIONS,
-    GEMMA3_FILE,
-    GEMMA3_PACKAGE,
-    INSTALL_HINTS,
-    MPNET_PARTS,
-    NAMED_MODELS,
-    STATIC_MODELS,
-    ModelNotFoundError,
-    available_models,
-    join_split_zip,
-    static_model_path,
-    unpack_split_zip_once,
-)
-
-__all__ = [
-    "DESCRIPTIONS", "GEMMA3_FILE", "GEMMA3_PACKAGE", "GGUF_FORMAT", "INSTALL_HINTS", "MPNET_PARTS", "NAMED_MODELS",
-    "STATIC_MODELS", "LoadedModel", "ModelFileError", "ModelNotFoundError", "ModelTraits", "available_models", "check_gguf", "check_model",
-    "convert_gguf", "converted_gguf_folder", "default_device", "gguf_sha256", "is_model2vec_folder", "join_split_zip",
-    "load_model", "model_fingerprint", "model_traits", "resolve_model_path", "static_model_path", "unpack_split_zip_once",
-    "transformer_fingerprint",
-]

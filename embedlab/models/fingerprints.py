@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from embedlab.runtime import cached
+from embedlab.runtime.memo import cached
 
 
 @cached("gguf hashes")

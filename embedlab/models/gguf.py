@@ -22,9 +22,12 @@ import torch
 from embedlab.models.checks import ModelFileError, check_loaded_model, quiet_load_report
 from embedlab.models.fingerprints import gguf_sha256
 from embedlab.models.named import ModelNotFoundError
-from embedlab.runtime import (MissingExtraError, cache_root, cached, mark_recomputable, memo, process_alive,
-                              record_cache_write, warn_unwritable)
+from embedlab.runtime.cache.atomic import process_alive, warn_unwritable
+from embedlab.runtime.cache.budget import mark_recomputable, record_cache_write
+from embedlab.runtime.extras import MissingExtraError
+from embedlab.runtime.memo import cached, memo
 from embedlab.runtime.progress import library_bars
+from embedlab.runtime.settings import cache_root
 
 
 GGUF_FORMAT = "2"  # bump when the converted folder's layout changes: older conversions are then redone

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from embedlab.runtime import cached
+from embedlab.runtime.memo import cached
 
 COMPUTES = ("fp32", "bf16", "fp16", "int8")
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "int8": torch.float32}

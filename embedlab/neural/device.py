@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import torch
 
 from embedlab.errors import InputError
-from embedlab.runtime import parse_size
+from embedlab.runtime.settings import parse_size
 
 DEVICES_HELP = "auto (CUDA where present, else CPU), cpu, cuda or cuda:N"
 # Masked positions per batched group on the CPU without a budget (measured default; results unchanged).
@@ -72,7 +72,7 @@ def resolve_device(value: str) -> torch.device:
 
 
 def parse_bytes(value: str) -> int:
-    """``512MB``, ``2GB``, ``1.5GB`` or a plain byte count as bytes (binary units, as :func:`runtime.parse_size`
+    """``512MB``, ``2GB``, ``1.5GB`` or a plain byte count as bytes (binary units, as :func:`embedlab.runtime.settings.parse_size`
     reads ``EMBEDLAB_CACHE_MAX``); a budget must be positive."""
     size = parse_size(value, "memory")
     if size <= 0:

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from embedlab.errors import InputError
-from embedlab import runtime
+from embedlab.runtime.progress import progress_bar
 from embedlab.methods.base import Family, VectorMethod
 from embedlab.methods.precision import OUTPUT_OPTIONS
 from embedlab.neural.batched import batched_supported
@@ -41,7 +41,8 @@ from embedlab.neural.inputs import BLUEPRINTS
 from embedlab.neural.options import HEAD_VECTORS, NeuralOptions, resolve_parameter_names
 from embedlab.neural.tuning import PATHS, embed_texts_variants, embedding_width, masked_lm_on
 from embedlab.neural.variants import VARIANTS, shared_run_variants
-from embedlab.runtime import ArrayStore, cache_key
+from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.hashing import cache_key
 from embedlab.spec import Option, finite_number, whole_number
 
 # Texts micro-tuned per call of the batched path before their embeddings are cached; large enough
@@ -195,8 +196,8 @@ class NeuralEmbedder:
             own = self.options.variant
             variants = shared_run_variants(self.options, self.masked_lm.num_layers, self.masked_lm.layout) if self.use_cache and self.path == "batched" else (own,)
             first_index = {text: position for position, text in reversed(list(enumerate(texts)))}
-            bar = runtime.progress_bar(total=len(missing), desc="neural micro-tuning", unit=" texts",
-                                       disable=not runtime.show_progress(bool(show_progress_bar)))  # rate and ETA
+            bar = progress_bar(total=len(missing), desc="neural micro-tuning", unit=" texts",
+                               show=bool(show_progress_bar))  # rate and ETA
             try:
                 for start in range(0, len(missing), CACHE_SLICE):
                     piece = missing[start : start + CACHE_SLICE]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from embedlab import runtime
+from embedlab.runtime.memo import memo
 from embedlab.errors import InputError
 from embedlab.models.checks import quiet_load_report as _quiet_transformers
 from embedlab.neural.adapters import AdapterError, HeadLayout, head_layout, supported_message
@@ -39,7 +39,7 @@ HEAD_TENSOR_NAMES = (
 )
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 IGNORE_LABEL = -100  # the label of positions without a prediction (cross-entropy's default ignore_index)
-_LOADED = runtime.memo("neural.masked_lm")
+_LOADED = memo("neural.masked_lm")
 
 
 class HeadError(InputError, RuntimeError):
@@ -217,7 +217,7 @@ def load_masked_lm(name: str, head: str = "auto") -> MaskedLM:
 def _load_masked_lm(name: str, head: str) -> MaskedLM:
     from transformers import AutoConfig
 
-    from embedlab.models import load_model
+    from embedlab.models.loading import load_model
 
     with _quiet_transformers():
         base = load_model(name, device="cpu")

@@ -16,7 +16,8 @@ from dataclasses import replace
 import numpy as np
 
 from embedlab.errors import InputError
-from embedlab import runtime
+from embedlab.runtime.memo import memo
+from embedlab.runtime.memory import release_free_memory
 from embedlab.neural.batched import BatchedRun, micro_tune_batched
 from embedlab.neural.device import (
     group_positions_for,
@@ -35,7 +36,7 @@ from embedlab.neural.variants import UNTUNED_VARIANTS, check_variants, hidden_va
 PATHS = ("batched", "reference")
 # A single text that runs out of memory is retried with halved logits slices down to this many positions.
 MIN_POSITION_BUDGET = 16
-_ON_DEVICE = runtime.memo("neural.masked_lm_on_device")
+_ON_DEVICE = memo("neural.masked_lm_on_device")
 
 
 def masked_lm_on(masked_lm: MaskedLM, device) -> MaskedLM:
@@ -144,7 +145,7 @@ def embed_texts_variants(
         _tune_splitting(masked_lm, all_inputs, members, run_options, bool(hidden), position_budget_for(device), indices, read_off)
         # Groups of long texts leave glibc's heap holding what they freed: SummEval's 2,746 texts grew the
         # process to 13.4 GB in 40 min, and one malloc_trim brought it back to 0.78 GB (see the function).
-        runtime.release_free_memory()
+        release_free_memory()
         if progress:
             progress(len(members))
     return {variant: np.stack(found) for variant, found in rows.items()}

@@ -38,8 +38,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 
 from embedlab.errors import InputError
-from embedlab.models import LoadedModel
-from embedlab.runtime import release_free_memory
+from embedlab.models.loading import LoadedModel
+from embedlab.runtime.memory import release_free_memory
 from embedlab.runtime.progress import progress_bar
 from embedlab.pooling import long_texts
 from embedlab.pooling.aggregation import FlatTokens, aggregate, select_tokens, token_weights

@@ -21,7 +21,7 @@ from safetensors.numpy import load_file
 from safetensors.numpy import save as safetensors_save
 
 from embedlab.errors import InputError
-from embedlab.runtime import atomic_write_bytes
+from embedlab.runtime.cache.atomic import atomic_write_bytes
 
 if TYPE_CHECKING:
     from sklearn.preprocessing import QuantileTransformer

@@ -25,9 +25,10 @@ import torch
 
 from embedlab.data.wikitext import wikitext2_paragraphs
 from embedlab.errors import InputError
-from embedlab.models import LoadedModel
-from embedlab.runtime import ArrayStore, memo
-from embedlab.runtime.progress import progress_bar, show_progress
+from embedlab.models.loading import LoadedModel
+from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.memo import memo
+from embedlab.runtime.progress import progress_bar
 from embedlab.tokens.store import TokenStateStore
 
 
@@ -61,7 +62,7 @@ def context_averaged_tables(
     store = TokenStateStore(model, use_disk_cache=False, memory_limit_bytes=0)
     blocks = range(0, len(contexts), block_size)
     # None: drawn only on a terminal (or when bars are forced), never under --quiet
-    for start in progress_bar(blocks, desc="Avg static tables", disable=not show_progress(show_progress_bar)):
+    for start in progress_bar(blocks, desc="Avg static tables", show=show_progress_bar):
         for states in store.compute(contexts[start : start + block_size], batch_size=batch_size, show_progress_bar=False):
             ids = torch.from_numpy(states.token_ids)
             counts.index_add_(0, ids, torch.ones_like(ids))
@@ -145,7 +146,7 @@ def single_token_table(model: LoadedModel, batch_size: int = 256, show_progress_
     vocabulary = len(model.tokenizer)
     table = np.zeros((vocabulary, model.hidden_size), dtype=np.float32)
     for start in progress_bar(range(0, vocabulary, batch_size), desc="distilling the vocabulary",
-                              disable=not show_progress(show_progress_bar)):
+                              show=show_progress_bar):
         batch = torch.arange(start, min(start + batch_size, vocabulary))
         input_ids = torch.tensor(frame).repeat(len(batch), 1)
         input_ids[:, position] = batch

@@ -33,9 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from embedlab.errors import InputError
-from embedlab.models import ModelNotFoundError, model_fingerprint, static_model_path
+from embedlab.models.fingerprints import model_fingerprint
+from embedlab.models.named import ModelNotFoundError, static_model_path
 from embedlab.pooling.aggregation import FlatTokens
-from embedlab.runtime import atomic_write_bytes, cached
+from embedlab.runtime.cache.atomic import atomic_write_bytes
+from embedlab.runtime.memo import cached
 
 MODEL2VEC_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 TOKENIZE_BATCH = 1024  # texts per tokenizer call when many texts are tokenised on a thread pool

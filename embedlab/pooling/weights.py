@@ -20,7 +20,9 @@ import numpy as np
 
 from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.errors import InputError
-from embedlab.runtime import ArrayStore, building, memo
+from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.locks import building
+from embedlab.runtime.memo import memo
 
 FREQUENT_TOKEN_COUNT = 33
 FILTERS = ("frequent", "punct", "subword")

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab import runtime
+from embedlab.runtime.cache.atomic import atomic_write_text, save_figure
+from embedlab.runtime.extras import pyplot
 from embedlab.evaluation.alignsim.perturb import N_VALUES
 from embedlab.evaluation.alignsim.task import MethodResult
-from embedlab.results.reproduce import paper_values
+from embedlab.results.reproduce.values import paper_values
 from embedlab.results.tables import render
 
 DATASET_TITLES = {"qqp": "QQP", "paws": "PAWS-Wiki", "mrpc": "MRPC", "afin": "AFIN"}
@@ -187,7 +188,7 @@ def histogram_figure(results: list[MethodResult], dataset: str, subset: str, met
                      colours: dict[str, str] | None = None, size: tuple[float, float] = (8, 4.5)):
     """A matplotlib figure overlaying every method's margin histogram for (dataset, subset, metric), each
     method in its colour from ``colours``; None when no method has margins there."""
-    plt = runtime.pyplot()
+    plt = pyplot()
     series = [(r.method, r.margins[(dataset, subset, metric)]) for r in results if (dataset, subset, metric) in r.margins]
     if not series:
         return None
@@ -211,11 +212,11 @@ def histogram_figure(results: list[MethodResult], dataset: str, subset: str, met
 
 def histogram(results: list[MethodResult], dataset: str, subset: str, metric: str, path: Path) -> bool:
     """One PNG overlaying every method's margin histogram for (dataset, subset, metric); False if no data."""
-    plt = runtime.pyplot()
+    plt = pyplot()
     figure = histogram_figure(results, dataset, subset, metric)
     if figure is None:
         return False
-    runtime.save_figure(figure, path, dpi=110, bbox_inches="tight")
+    save_figure(figure, path, dpi=110, bbox_inches="tight")
     plt.close(figure)
     return True
 
@@ -259,5 +260,5 @@ def _write_report(results: list[MethodResult], folder: Path, datasets: list[str]
     if notes:
         lines += ["## Notes", ""] + [f"- {note}" for note in notes] + [""]
     path = folder / "report.md"
-    runtime.atomic_write_text(path, "\n".join(lines))
+    atomic_write_text(path, "\n".join(lines))
     return path

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from embedlab.errors import InputError
-from embedlab.evaluation import headline_of, metric_of
+from embedlab.evaluation.harness import headline_of, metric_of
 from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.significance import (
     DependentCorrelations,

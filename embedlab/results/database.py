@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from embedlab.errors import InputError, InputTypeError
-from embedlab.runtime import settings
+from embedlab.runtime.settings import results_path
 from embedlab.evaluation.records import CI_KEYS, RECORD_KEYS, Record, UnitScores
 from embedlab.results import units as unit_store
 from embedlab.version import code_version
@@ -110,7 +110,7 @@ def _interval_row(record: Record, seed: int) -> tuple:
 
 def default_path() -> Path:
     """``$EMBEDLAB_RESULTS`` or ``./embedlab_results.sqlite``."""
-    return settings.results_path(DEFAULT_FILE)
+    return results_path(DEFAULT_FILE)
 
 
 class ResultsDB:

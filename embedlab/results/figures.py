@@ -6,12 +6,12 @@ import base64
 import html
 import io
 
-from embedlab import runtime
+from embedlab.runtime.extras import pyplot
 
 
 def png_base64(figure) -> str:
     """``figure`` as a base64 PNG (the figure is closed)."""
-    plt = runtime.pyplot()
+    plt = pyplot()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(figure)

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from embedlab import runtime
-from embedlab.evaluation import TASK_FAMILIES, metric_of
+from embedlab.runtime.cache.atomic import atomic_write_text
+from embedlab.runtime.extras import pyplot
+from embedlab.evaluation.harness import TASK_FAMILIES, metric_of
 from embedlab.evaluation.base import UNITS
 from embedlab.evaluation.records import Record
 from embedlab.results.figures import img_tag, png_base64
@@ -81,7 +82,7 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
     when there is one group (a single value per method). Error bars show each record's 95 % interval."""
     import numpy as np
 
-    plt = runtime.pyplot()
+    plt = pyplot()
     methods = [m for m in colours if any(r.method == m for r in chosen)]
     groups = list(dict.fromkeys((r.dataset, r.subset) for r in chosen))
     values = {(r.dataset, r.subset, r.method): r.value for r in chosen}
@@ -104,7 +105,7 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
         axis.invert_yaxis()
         axis.set_xlim(low, high)
         if log_scale:
-            axis.set_xscale("log")  # plain tick labels: mathtext is off (runtime.pyplot), the default ones print as code
+            axis.set_xscale("log")  # plain tick labels: mathtext is off (runtime.extras.pyplot), the default ones print as code
             axis.xaxis.set_major_formatter("{x:.3g}"), axis.xaxis.set_minor_formatter("{x:.3g}")
         axis.set_xlabel(_label(task, metric), fontsize=8)
         axis.set_title(f"{task} {dataset} ({subset})", fontsize=9)
@@ -148,7 +149,7 @@ def layer_sweeps(records: Sequence[Record]) -> dict[str, dict[int, str]]:
 
 def _layer_plot(task: str, metric: str, chosen: Sequence[Record], sweeps: dict[str, dict[int, str]]) -> str | None:
     """The headline metric against the layer, one line per (sweep, dataset)."""
-    plt = runtime.pyplot()
+    plt = pyplot()
     values = {(r.method, r.dataset, r.subset): r.value for r in chosen}
     groups = list(dict.fromkeys((r.dataset, r.subset) for r in chosen))
     lines = []
@@ -177,7 +178,7 @@ def _layer_plot(task: str, metric: str, chosen: Sequence[Record], sweeps: dict[s
 
 
 def _alignment_plot(records: Sequence[Record], colours: dict[str, str]) -> str | None:
-    plt = runtime.pyplot()
+    plt = pyplot()
     points: dict[str, dict[str, float]] = {}
     for r in records:
         if r.task == "alignment" and r.metric in ("alignment", "uniformity"):
@@ -386,5 +387,5 @@ def write_report(records: Sequence[Record], out: str | Path, **options) -> Path:
     """Write :func:`html_report` to ``out`` (folders created) atomically: a failed write (a full disk)
     leaves the old file whole, and a symlink at ``out`` is replaced, not written through; the path written."""
     path = Path(out)
-    runtime.atomic_write_text(path, html_report(records, **options))
+    atomic_write_text(path, html_report(records, **options))
     return path

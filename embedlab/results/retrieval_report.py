@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from embedlab import runtime
+from embedlab.runtime.extras import pyplot
 from embedlab.evaluation.records import Record
 from embedlab.results.figures import img_tag, png_base64
 
@@ -30,7 +30,7 @@ def _cutoff(metric: str) -> tuple[str, int] | None:
 
 def curve_figures(records: Sequence[Record], colours: dict[str, str]) -> list[tuple[object, str]]:
     """One figure per dataset: nDCG@k and recall@k against k, a line per (method, stage); reranks dashed."""
-    plt = runtime.pyplot()
+    plt = pyplot()
     figures = []
     for dataset in dict.fromkeys(r.dataset for r in records):
         points: dict[tuple[str, str, str], list[tuple[int, float]]] = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from embedlab.evaluation import headline_of
+from embedlab.evaluation.harness import headline_of
 from embedlab.evaluation.records import Record
 
 

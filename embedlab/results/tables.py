@@ -85,7 +85,7 @@ def format_value(task: str, metric: str, value: float) -> str:
     """A table cell, styled by the task's declaration of the metric (counts, small rates, plain numbers)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "nan"
-    from embedlab.evaluation import metric_of  # the task table, loaded with the first record formatted
+    from embedlab.evaluation.harness import metric_of# the task table, loaded with the first record formatted
 
     style = metric_of(task, metric).style
     if style == "count" or (float(value).is_integer() and abs(value) >= 1000):
@@ -133,7 +133,7 @@ def pivot_cells(records: Sequence[Record]) -> tuple[list[str], list[list[str]]]:
 
 def record_row(record: Record) -> list[object]:
     """One record's values in :data:`RECORD_COLUMNS` order (the unit from the task's metric declaration)."""
-    from embedlab.evaluation import metric_of
+    from embedlab.evaluation.harness import metric_of
 
     return [*(getattr(record, key) for key in RECORD_KEYS), metric_of(record.task, record.metric).unit,
             *(getattr(record, key) for key in CI_KEYS)]

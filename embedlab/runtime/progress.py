@@ -41,11 +41,12 @@ def show_progress(requested: bool | None = None) -> bool:
     return progress_mode() == "always" or (sys.stderr is not None and sys.stderr.isatty())
 
 
-def progress_bar(iterable=None, **options):
-    """A tqdm bar on stderr, drawn when :func:`show_progress` says so (``disable`` overrides that)."""
+def progress_bar(iterable=None, *, show: bool | None = None, **options):
+    """A tqdm bar on stderr, drawn when :func:`show_progress` says so for the caller's ``show`` (its
+    ``show_progress_bar=``; ``disable`` overrides both)."""
     from tqdm.auto import tqdm
 
-    options.setdefault("disable", not show_progress())
+    options.setdefault("disable", not show_progress(show))
     return tqdm(iterable, file=sys.stderr, **options)
 
 

@@ -227,7 +227,7 @@ def bootstrap_resamples(default: int = 1000) -> int:
     return resamples
 
 
-def debug() -> bool:
+def debug_requested() -> bool:
     """Whether ``$EMBEDLAB_DEBUG`` asks the command line to show tracebacks instead of one-line errors."""
     return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
 

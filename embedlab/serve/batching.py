@@ -24,7 +24,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from embedlab import runtime
+from embedlab.runtime.settings import token_states_uncached
 from embedlab.serve.metrics import ServerMetrics
 from embedlab.serve.served import ServedMethod
 
@@ -175,5 +175,5 @@ class Batcher:
 def _uncached(function: Callable[..., Result], *args: object, **kwargs: object) -> Result:
     """``function`` with no token states stored: a server sees each text once, and storing every request's
     token states would fill the cache and, past its budget, evict what other runs need."""
-    with runtime.token_states_uncached():
+    with token_states_uncached():
         return function(*args, **kwargs)

@@ -20,7 +20,7 @@ from embedlab.data.corpus import Corpus
 from embedlab.engines.shards import MANIFEST_NAME, OutputFolder, sha256_file
 from embedlab.errors import InputError, UnknownNameError
 from embedlab.methods.base import EmbeddingMethod, VectorMethod
-from embedlab.models import load_model
+from embedlab.models.loading import load_model
 from embedlab.registry import load
 
 # One text to fit a spec on whose statistics do not depend on the texts (its state is the same for any).

@@ -26,7 +26,7 @@ import torch
 
 from embedlab.errors import InputError
 from embedlab.data.sentences import chunk_token_ids
-from embedlab.models import LoadedModel
+from embedlab.models.loading import LoadedModel
 from embedlab.runtime.progress import progress_bar
 from embedlab.runtime.streams import ordered_map, stream_count
 from embedlab.tokens.entry import TokenStates

@@ -20,14 +20,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from embedlab.runtime import (
-    atomic_write_bytes,
-    mark_recomputable,
-    record_cache_write,
-    record_use,
-    remove_orphan_temporaries,
-    warn_unwritable,
-)
+from embedlab.runtime.cache.atomic import atomic_write_bytes, remove_orphan_temporaries, warn_unwritable
+from embedlab.runtime.cache.budget import mark_recomputable, record_cache_write, record_use
 from embedlab.tokens.entry import TokenStates
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 The model computes every layer in one run, but a pooling spec reads one or two of them, so what is
 kept follows the request: :meth:`TokenStateStore.compute` returns, holds in memory and writes to disk
 only the layers it was asked for. A research grid that will pool many layer choices from the same
-texts asks for every layer explicitly (``runtime.configure(cache_layers="all")`` or
+texts asks for every layer explicitly (``configure(cache_layers="all")`` in :mod:`embedlab.runtime.settings` or
 ``EMBEDLAB_CACHE_LAYERS=all``): each model run then stores all layers, and later configurations read
 them instead of running the model again.
 """
@@ -15,8 +15,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from embedlab.errors import InputError
-from embedlab.models import LoadedModel
-from embedlab.runtime import cache_budget, cache_dir, cache_layers, cache_root, memo, memory_cache_bytes, stores_token_states
+from embedlab.models.loading import LoadedModel
+from embedlab.runtime.memo import memo
+from embedlab.runtime.settings import (
+    cache_budget,
+    cache_dir,
+    cache_layers,
+    cache_root,
+    memory_cache_bytes,
+    stores_token_states,
+)
 from embedlab.tokens.entry import TokenStates, entry_key, joined
 from embedlab.tokens.forward import check_max_tokens, run_model
 from embedlab.tokens.packs import PackStore
@@ -62,7 +70,7 @@ class _PendingPack:
 class TokenStateStore:
     """Computes and caches token states for one model.
 
-    An in-memory LRU (bounded in bytes, ``runtime.configure(memory_cache_bytes=...)``, 256 MiB by default)
+    An in-memory LRU (bounded in bytes, ``settings.configure(memory_cache_bytes=...)``, 256 MiB by default)
     sits in front of the disk cache so that several pooling configurations over the same texts in one
     process do not even re-read the disk. Both caches hold one entry per text and layer.
     """
@@ -137,7 +145,7 @@ class TokenStateStore:
 
         A text runs through the model when any of its requested layers is missing; what is kept of the
         run, in memory and on disk, is the requested layers, or every layer when the process asked for
-        them all (``runtime.cache_layers() == "all"``). New entries go to the disk cache in packs of up
+        them all (``settings.cache_layers() == "all"``). New entries go to the disk cache in packs of up
         to ``PACK_BYTES`` (an eighth of a smaller cache budget), written on this thread while the model
         waits (see ``PackStore`` for why packs, and why not a background thread).
         """

@@ -26,10 +26,12 @@ from pathlib import Path
 
 import torch
 
-from embedlab import runtime
+from embedlab.runtime.progress import progress_bar
 from embedlab.data.wikitext import wikitext2_paragraphs
 from embedlab.neural.head import HeadError, IGNORE_LABEL, MaskedLM, load_masked_lm, untrained_head_tensors
-from embedlab.runtime import ArrayStore, atomic_write_bytes, cache_key
+from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.atomic import atomic_write_bytes
+from embedlab.runtime.cache.hashing import cache_key
 from embedlab.training.mlm_head_settings import HeadTrainingConfig
 
 HEAD_TENSOR_FIELDS = {  # the head file's tensor names -> HeadModule's parameter names
@@ -94,7 +96,7 @@ def _encode_masked(masked_lm: MaskedLM, split: str, block_tokens: int, seed: int
     encoder = masked_lm.model.bert
     step = 32
     with torch.inference_mode():
-        for start in runtime.progress_bar(range(0, len(inputs), step), desc=f"encoding WikiText-2 {split}", disable=not runtime.show_progress(show_progress)):
+        for start in progress_bar(range(0, len(inputs), step), desc=f"encoding WikiText-2 {split}", show=show_progress):
             batch_inputs = inputs[start : start + step]
             batch_labels = labels[start : start + step]
             states = encoder(input_ids=batch_inputs, attention_mask=torch.ones_like(batch_inputs)).last_hidden_state
@@ -204,7 +206,7 @@ def train_head(
     Deterministic for a given config (seeded masking, initialisation and batch order; fixed thread
     count). After every epoch the head, the AdamW state and the history are checkpointed (safetensors)
     so an interrupted run resumes where it stopped and ends with the same head. ``show_progress``: None
-    draws the bars when stderr is a terminal (see :func:`embedlab.runtime.show_progress`).
+    draws the bars when stderr is a terminal (see :func:`embedlab.runtime.progress.show_progress`).
     """
     torch.set_num_threads(config.threads)
     masked_lm = load_masked_lm(config.model, head="untrained")
@@ -296,7 +298,7 @@ def _train_epoch(head: HeadModule, optimizer: torch.optim.AdamW, scheduler: torc
     steps_per_epoch = math.ceil(len(train_labels) / config.batch_size)
     order = torch.randperm(len(train_labels), generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
     running = 0.0
-    progress = runtime.progress_bar(range(steps_per_epoch), desc=f"head epoch {epoch + 1}/{config.epochs}", disable=not runtime.show_progress(show_progress))
+    progress = progress_bar(range(steps_per_epoch), desc=f"head epoch {epoch + 1}/{config.epochs}", show=show_progress)
     for step in progress:
         chosen = order[step * config.batch_size : (step + 1) * config.batch_size]
         logits = head(train_hidden[chosen])

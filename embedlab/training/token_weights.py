@@ -35,13 +35,13 @@ import torch
 from safetensors import safe_open
 from safetensors.numpy import save as save_numpy
 
-from embedlab import runtime
 from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.errors import InputError
 from embedlab.matching.method import write_weights
-from embedlab.models import LoadedModel, load_model
-from embedlab.runtime import REPO_ROOT, atomic_write_bytes, cache_dir
+from embedlab.models.loading import LoadedModel, load_model
+from embedlab.runtime.cache.atomic import atomic_write_bytes
 from embedlab.runtime.progress import progress_bar
+from embedlab.runtime.settings import REPO_ROOT, cache_dir
 from embedlab.training.token_weight_settings import TEMPERATURE, TrainingConfig
 
 _INITIAL_THETA = math.log(math.e - 1.0)  # softplus(θ0) = 1
@@ -177,7 +177,7 @@ def train_token_weights(
         optimizer = torch.optim.Adam([theta], lr=config.learning_rate)
         start = 0
     losses: list[float] = []
-    progress = progress_bar(range(start, config.steps), desc="token weights", disable=not runtime.show_progress(show_progress_bar), initial=start, total=config.steps)
+    progress = progress_bar(range(start, config.steps), desc="token weights", show=show_progress_bar, initial=start, total=config.steps)
     for step in progress:
         batch = [corpus[index] for index in order[step]]
         loss = simcse_loss(loaded, theta, batch, config.seed * 1_000_003 + step, config.max_tokens, config.temperature)

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from embedlab import runtime
+from embedlab.runtime.cache.budget import cache_size
 from embedlab.cli.app import main
-from embedlab.runtime import ArrayStore
+from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.tokens.store import TokenStateStore
 
 
@@ -29,7 +29,7 @@ def test_info_shows_location_budget_and_each_kind(filled_cache, capsys, monkeypa
     assert rows["token_states"][3:] == ["1", "3", "yes"]  # one pack, three entries (3 texts × 1 layer)
     assert rows["eval"][3:] == ["1", "1", "yes"]
     assert rows["token_weights"][3:] == ["0", "0", "no", "(kept)"]
-    assert f"({100 * runtime.cache_size() / (500 << 20):.0f}% of the budget)" in out
+    assert f"({100 * cache_size() / (500 << 20):.0f}% of the budget)" in out
 
 
 def test_clear_one_kind_then_everything_recomputable(filled_cache, capsys):

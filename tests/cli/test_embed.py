@@ -10,7 +10,7 @@ import embedlab
 from embedlab.cli.app import main
 from embedlab.data import DataFormatError
 from embedlab.data.corpus import Corpus
-from embedlab.engines import read_shards
+from embedlab.engines.shards import read_shards
 
 
 def test_embed_lines_file(tmp_path, capsys):

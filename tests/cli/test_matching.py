@@ -6,7 +6,7 @@ import argparse
 
 import embedlab
 from embedlab.cli.app import build_parser
-from embedlab.training.token_weights import TrainingConfig
+from embedlab.training.token_weight_settings import TrainingConfig
 
 
 def test_explain_cli(tmp_path, capsys):

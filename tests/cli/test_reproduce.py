@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from embedlab.cli.app import main
-from embedlab.results.reproduce import PAPERS, paper_values
+from embedlab.results.reproduce.values import PAPERS, paper_values
 
 
 def test_quick_renders_every_paper_from_committed_records(tmp_path: Path, capsys) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 import embedlab
-from embedlab import runtime
+from embedlab.runtime.memo import clear
 
 TEXTS = [
     "A man is playing a guitar on the stage.",
@@ -71,11 +71,11 @@ def _cold(cache: Path, compute: Callable[[], object]):
 
     previous = os.environ.get("EMBEDLAB_CACHE")
     os.environ["EMBEDLAB_CACHE"] = str(cache)
-    runtime.clear()
+    clear()
     try:
         return compute()
     finally:
-        runtime.clear()
+        clear()
         if previous is None:
             del os.environ["EMBEDLAB_CACHE"]
         else:

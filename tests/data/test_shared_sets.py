@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedlab import runtime
+from embedlab.runtime.settings import data_path
 from embedlab.data import DataFormatError, clustering, paraphrase, senteval, sts, summeval
 
 
@@ -46,7 +46,7 @@ def test_missing_file_names_path_and_root(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_altered_copy_fails_row_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = runtime.data_path("sts", "STSBenchmark", "sts-dev.csv")
+    source = data_path("sts", "STSBenchmark", "sts-dev.csv")
     target = tmp_path / "sts" / "STSBenchmark" / "sts-dev.csv"
     target.parent.mkdir(parents=True)
     target.write_text("".join(source.read_text().splitlines(keepends=True)[:-3]))
@@ -58,7 +58,7 @@ def test_altered_copy_fails_row_check(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_bad_line_names_file_and_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "sts" / "STSBenchmark"
     folder.mkdir(parents=True)
-    shutil.copy(runtime.data_path("sts", "STSBenchmark", "sts-test.csv"), folder / "sts-test.csv")
+    shutil.copy(data_path("sts", "STSBenchmark", "sts-test.csv"), folder / "sts-test.csv")
     lines = (folder / "sts-test.csv").read_text().splitlines(keepends=True)
     lines[4] = lines[4].replace("\t", " ", 6)
     (folder / "sts-test.csv").write_text("".join(lines))

@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedlab import runtime
-from embedlab.engines import embed_corpus, read_shards
+from embedlab.runtime.memo import clear
+from embedlab.engines.runner import embed_corpus
+from embedlab.engines.shards import read_shards
 from ray_helpers import own_encoder_actors
 import preloaded  # tests/preloaded.py: the driver forked from a preloaded Python
 
@@ -69,7 +70,7 @@ def test_a_driver_attached_by_address_uses_both_nodes_and_gives_the_local_vector
     assert len(set(actors.values())) == 2, f"actors {actors} did not run under two raylets"
 
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "local-cache"))
-    runtime.clear()
+    clear()
     embed_corpus("minilm", source, tmp_path / "local", shard_size=16, progress=False)
     local_ids, local_vectors = read_shards(tmp_path / "local")
     ray_ids, ray_vectors = read_shards(tmp_path / "ray")

@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab import runtime
-from embedlab.engines import embed_corpus, read_shards
+from embedlab.runtime.memo import clear
+from embedlab.engines.runner import embed_corpus
+from embedlab.engines.shards import read_shards
 from ray_helpers import own_encoder_actors, still_running
 
 ray = pytest.importorskip("ray")
@@ -52,7 +53,7 @@ def separate_caches(tmp_path, monkeypatch):
 
     def switch(name: str) -> None:
         monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / name))
-        runtime.clear()
+        clear()
 
     return switch
 

@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import embedlab
-from embedlab.engines import OutputFolderError, embed_corpus, read_shards
+from embedlab.engines.runner import embed_corpus
+from embedlab.engines.shards import OutputFolderError, read_shards
 from embedlab.errors import InputError
 import preloaded  # tests/preloaded.py: child processes forked from a preloaded Python
 

@@ -9,10 +9,10 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 import embedlab
-from embedlab.evaluation import evaluate
+from embedlab.evaluation.harness import evaluate
 from embedlab.evaluation.base import OwnModel, as_method
 from embedlab.evaluation.sts import STSTask
-from embedlab.models import resolve_model_path
+from embedlab.models.loading import resolve_model_path
 
 
 class TextsOnly:
@@ -52,7 +52,7 @@ def test_a_sentence_transformer_evaluates_like_st_minilm(tmp_path: Path) -> None
 
 
 def test_every_declared_metric_has_a_unit_and_shares_are_fractions() -> None:
-    from embedlab.evaluation import TASKS
+    from embedlab.evaluation.harness import TASKS
     from embedlab.evaluation.base import UNITS, Metric
 
     for task in TASKS:

@@ -10,7 +10,7 @@ import pytrec_eval
 from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 
 from embedlab.errors import InputError
-from embedlab.evaluation import evaluate, parse_tasks
+from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.evaluation.base import NotApplicableError
 from embedlab.results.database import ResultsDB
 
@@ -101,7 +101,8 @@ def test_a_corpus_embedded_by_embed_out_is_reused(folder, tmp_path):
     """`embed minilm --input corpus.jsonl --out FOLDER` reads BEIR's records (id `_id`, text title + text); the
     retrieval run over that folder equals the run that encodes the corpus itself."""
     import embedlab
-    from embedlab.engines import embed_corpus, read_shards
+    from embedlab.engines.runner import embed_corpus
+    from embedlab.engines.shards import read_shards
 
     method = embedlab.load("minilm")
     embed_corpus("minilm", folder / "corpus.jsonl", tmp_path / "vectors")

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from fakes import FakeMethod
 
-from embedlab.evaluation import DEFAULT_DATASETS, TASK_FAMILIES, TASKS, Task, headline_of, metric_of, parse_tasks
-from embedlab.evaluation.alignsim.perturb import SamplingConfig
+from embedlab.evaluation.base import UNDECLARED, Task
+from embedlab.evaluation.harness import DEFAULT_DATASETS, TASKS, TASK_FAMILIES, headline_of, metric_of, parse_tasks
+from embedlab.evaluation.alignsim.items import SamplingConfig
 from embedlab.evaluation.alignsim.task import AlignSimSetup
-from embedlab.evaluation.base import UNDECLARED
 from embedlab.evaluation.classification import ClassificationTask
 from embedlab.evaluation.clustering import ClusteringTask
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab.models import resolve_model_path
+from embedlab.models.loading import resolve_model_path
 
 bert_score = pytest.importorskip("bert_score")
 TOLERANCE = 1e-4

@@ -27,10 +27,11 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab import runtime
+from embedlab.runtime.memo import clear
+from embedlab.runtime.settings import cache_dir
 from embedlab.evaluation import scoring
 from embedlab.results.database import ResultsDB
-from embedlab.runtime import ArrayStore
+from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.tokens.packs import PackStore
 from embedlab.tokens.store import TokenStateStore
 import preloaded  # tests/preloaded.py: child processes forked from a preloaded Python
@@ -91,7 +92,7 @@ def test_a_damaged_eval_cache_file_is_recomputed_to_the_clean_value(fault, sts_p
     clean = scoring.encode_texts(method, sts_pairs)
     [path] = (isolated_cache / "eval").glob("*.safetensors")
     ARRAY_FAULTS[fault](path)
-    runtime.clear()
+    clear()
     with recompute_warns(path):
         again = scoring.encode_texts(embedlab.load("minilm"), sts_pairs)
     np.testing.assert_allclose(again, clean, atol=1e-6)
@@ -161,7 +162,7 @@ def packed(minilm, sts_pairs, isolated_cache):
 
 
 def recomputed_states(minilm, texts):
-    runtime.clear()
+    clear()
     return TokenStateStore(minilm).compute(texts, layers=(minilm.num_layers,))
 
 
@@ -301,9 +302,9 @@ def encode_and_states(minilm, texts):
 def clean_values(minilm, sts_pairs, tmp_path_factory, monkeypatch):
     """Vectors and token states computed with a working cache, for comparison."""
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path_factory.mktemp("clean-cache")))
-    runtime.clear()
+    clear()
     values = encode_and_states(minilm, sts_pairs[:3])
-    runtime.clear()
+    clear()
     return values
 
 
@@ -330,7 +331,7 @@ def test_an_unwritable_cache_warns_once_and_computes_without_caching(fault, mini
 
         monkeypatch.setattr(os, "writev", full)
     monkeypatch.setenv("EMBEDLAB_CACHE", str(cache))
-    runtime.clear()
+    clear()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         vectors, states = encode_and_states(minilm, sts_pairs[:3])
@@ -348,8 +349,8 @@ def test_an_unwritable_cache_warns_once_and_computes_without_caching(fault, mini
 WRITER = textwrap.dedent("""
     import os, sys, time
     import numpy as np
-    from embedlab import runtime
     from embedlab.runtime.cache import atomic
+    from embedlab.runtime.cache.arrays import ArrayStore
     original = atomic._write_all
 
     def half_then_hang(descriptor, buffers):
@@ -360,9 +361,9 @@ WRITER = textwrap.dedent("""
 
     atomic._write_all = half_then_hang
     if sys.argv[1] == "array":
-        runtime.ArrayStore("eval").save("entry", np.arange(100000, dtype=np.float32))
+        ArrayStore("eval").save("entry", np.arange(100000, dtype=np.float32))
     else:
-        from embedlab.models import load_model
+        from embedlab.models.loading import load_model
         from embedlab.tokens.store import TokenStateStore
         TokenStateStore(load_model("minilm")).compute(["A man is playing a guitar."])
 """)
@@ -384,7 +385,7 @@ def kill_mid_write(what: str, cache: Path) -> None:
 
 def test_an_array_writer_killed_mid_write_leaves_nothing_readable(isolated_cache) -> None:
     kill_mid_write("array", isolated_cache)
-    runtime.clear()  # a new process would sweep the folder on first use
+    clear()  # a new process would sweep the folder on first use
     store = ArrayStore("eval")
     assert store.load("entry") is None and not store.path("entry").exists()
     assert not list(isolated_cache.rglob("*.tmp"))  # the orphan was removed
@@ -396,7 +397,7 @@ def test_a_pack_writer_killed_mid_write_leaves_no_entry_and_no_orphan(minilm, is
     text = "A man is playing a guitar."
     clean = TokenStateStore(minilm, use_disk_cache=False).compute([text])
     kill_mid_write("pack", isolated_cache)
-    runtime.clear()
+    clear()
     store = TokenStateStore(minilm)
     assert store._packs().locations([store.key(text, None, minilm.num_layers)]) == {}  # the index never learnt of the pack
     assert not list(isolated_cache.rglob("*.tmp"))
@@ -406,7 +407,7 @@ def test_a_pack_writer_killed_mid_write_leaves_no_entry_and_no_orphan(minilm, is
 @pytest.mark.parametrize("case, removed", [("dead-pid", True), ("live-pid-hour-old", True),
                                            ("live-pid-fresh", False), ("not-ours", False)])
 def test_orphan_temporaries_are_removed_only_when_abandoned(case, removed, isolated_cache) -> None:
-    folder = runtime.cache_dir("eval")
+    folder = cache_dir("eval")
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(dead.stdout) if case == "dead-pid" else os.getpid()
     name = "notes.tmp" if case == "not-ours" else f".{uuid.uuid4().hex}.safetensors.{pid}.1.0.tmp"
@@ -415,7 +416,7 @@ def test_orphan_temporaries_are_removed_only_when_abandoned(case, removed, isola
     if case == "live-pid-hour-old":
         old = time.time() - 2 * 3600
         os.utime(temporary, (old, old))
-    runtime.clear()
+    clear()
     ArrayStore("eval").load("anything")
     assert temporary.exists() is not removed
 
@@ -425,13 +426,13 @@ def test_orphan_temporaries_are_removed_only_when_abandoned(case, removed, isola
 CONCURRENT = textwrap.dedent("""
     import sys
     import numpy as np
-    from embedlab.models import load_model
+    from embedlab.models.loading import load_model
     from embedlab.tokens.store import TokenStateStore
-    from embedlab import runtime
+    from embedlab.runtime.cache.arrays import ArrayStore
     texts = sys.argv[1:]
     states = TokenStateStore(load_model("minilm")).compute(texts)
     for key in range(20):
-        runtime.ArrayStore("eval").save(f"shared-{key}", np.full(1000, key, dtype=np.float32))
+        ArrayStore("eval").save(f"shared-{key}", np.full(1000, key, dtype=np.float32))
     print("done", sum(state.num_tokens for state in states))
     import gc; gc.freeze()  # exit without a last collection over torch and the model (as the embedlab program does)
 """)
@@ -445,7 +446,7 @@ def test_concurrent_writers_share_one_cache(minilm, sts_pairs, isolated_cache) -
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for start in (0, 2)]
     outputs = [child.communicate(timeout=300) for child in children]
     assert all(child.returncode == 0 for child in children), outputs
-    runtime.clear()
+    clear()
     for key in range(20):
         np.testing.assert_array_equal(ArrayStore("eval").load(f"shared-{key}"), np.full(1000, key, dtype=np.float32))
     store = TokenStateStore(minilm)
@@ -460,7 +461,7 @@ def test_token_states_resume_after_a_kill(minilm, sts_pairs, isolated_cache) -> 
     """A run killed while writing a second pack keeps the first: only the unfinished texts are recomputed."""
     first = TokenStateStore(minilm).compute(sts_pairs[:2])
     kill_mid_write("pack", isolated_cache)
-    runtime.clear()
+    clear()
     store = TokenStateStore(minilm)
     keys = [store.key(text, None, layer) for text in sts_pairs[:2] for layer in store.all_layers]
     assert set(store._packs().locations(keys)) == set(keys)
@@ -477,7 +478,7 @@ def test_the_eval_cache_tells_fitted_methods_apart(sts_pairs, isolated_cache) ->
     fitted_b = scoring.encode_texts(embedlab.load(spec).fit(sts_pairs[6:]), sts_pairs[:4])
     assert len(list((isolated_cache / "eval").glob("*.safetensors"))) == 3
     assert not np.allclose(fitted_a, fitted_b, atol=1e-4)
-    runtime.clear()
+    clear()
     np.testing.assert_array_equal(scoring.encode_texts(embedlab.load(spec).fit(sts_pairs[6:]), sts_pairs[:4]), fitted_b)
     assert unfitted.shape == (6, fitted_a.shape[1])
 

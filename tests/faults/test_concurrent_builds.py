@@ -24,8 +24,10 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab import runtime
-from embedlab.runtime import ArrayStore
+from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.atomic import remove_orphan_temporaries
+from embedlab.runtime.memo import clear
+from embedlab.runtime.settings import cache_dir
 from child_helpers import expect_line
 import preloaded
 
@@ -36,9 +38,10 @@ CHILD = textwrap.dedent("""
     import hashlib, os, shutil, sys, time
     from pathlib import Path
     import numpy as np
-    from embedlab import models, runtime
     from embedlab.models import named
+    from embedlab.models.loading import resolve_model_path
     from embedlab.runtime.cache import atomic
+    from embedlab.runtime.cache.arrays import ArrayStore
     from embedlab.pooling import weights
 
     role, what = sys.argv[1], sys.argv[2]
@@ -77,20 +80,20 @@ CHILD = textwrap.dedent("""
     if what != "reference":
         print("ready", flush=True)
     if what == "array":
-        array = runtime.ArrayStore("static").get("shared-entry", announce(lambda: np.arange(200_000, dtype=np.float32) / 7))
+        array = ArrayStore("static").get("shared-entry", announce(lambda: np.arange(200_000, dtype=np.float32) / 7))
         print("result", digest(array), flush=True)
     elif what == "reference":
         from transformers import AutoTokenizer
         # the killed one dies while computing (holding the lock, nothing written yet); the survivor computes
         compute = hang if role == "killed" else weights._compute_reference_statistics
         weights._compute_reference_statistics = announce(compute)
-        tokenizer = AutoTokenizer.from_pretrained(models.resolve_model_path("minilm"))
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
         print("ready", flush=True)
         print("result", digest(*weights.reference_token_statistics(tokenizer)), flush=True)
     else:
         named.join_split_zip = announce(named.join_split_zip)  # where unpack_split_zip_once looks it up
         parts = sorted(Path(sys.argv[3]).glob("model.zip.*"))
-        target = models.unpack_split_zip_once(lambda: parts, Path(sys.argv[4]))
+        target = named.unpack_split_zip_once(lambda: parts, Path(sys.argv[4]))
         files = sorted(path for path in target.rglob("*") if path.is_file() and path.name != ".complete")
         print("result", hashlib.sha256(b"".join(path.read_bytes() for path in files)).hexdigest(), flush=True)
 """)
@@ -142,9 +145,9 @@ def digest(*arrays: np.ndarray) -> str:
 def assert_no_orphans_after_a_sweep(cache: Path) -> None:
     """The killed builder's half-written temporary file is gone once a process has swept the folder (the
     survivor, if its first use of the folder came after the kill, or the next process)."""
-    runtime.clear()
+    clear()
     for folder in {path.parent for path in cache.rglob(".*.tmp")}:
-        runtime.remove_orphan_temporaries(folder)
+        remove_orphan_temporaries(folder)
     assert not list(cache.rglob(".*.tmp"))
 
 
@@ -164,16 +167,16 @@ def test_reference_statistics_built_by_two_processes_one_killed_equal_a_clean_bu
         monkeypatch.setenv("EMBEDLAB_CACHE", SUITE_CACHE)
     else:
         monkeypatch.delenv("EMBEDLAB_CACHE")
-    runtime.clear()  # the suite's cache: its sentence split and statistics are the clean single-process build
+    clear()  # the suite's cache: its sentence split and statistics are the clean single-process build
     wikitext2_sentences("train")
     clean = digest(*reference_token_statistics(minilm.tokenizer))
     (isolated_cache / "corpus").mkdir(parents=True)
-    for split in runtime.cache_dir("corpus").glob("wikitext2-train-sentences-*.txt"):
+    for split in cache_dir("corpus").glob("wikitext2-train-sentences-*.txt"):
         shutil.copy(split, isolated_cache / "corpus" / split.name)  # their shared input; the statistics are raced
     assert race_with_a_kill("reference", isolated_cache) == clean
     assert_no_orphans_after_a_sweep(isolated_cache)
     monkeypatch.setenv("EMBEDLAB_CACHE", str(isolated_cache))
-    runtime.clear()
+    clear()
     assert digest(*reference_token_statistics(minilm.tokenizer)) == clean  # read back from the survivor's files
 
 

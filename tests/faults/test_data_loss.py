@@ -11,7 +11,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from embedlab import runtime
 from embedlab.evaluation.records import Record
 from embedlab.results.database import ResultsDB
 from embedlab.results.report import write_report
@@ -104,15 +103,15 @@ def test_other_results_files_are_atomic(tmp_path, monkeypatch):
     the atomic writer (a failure leaves no partial file under the final name)."""
     import numpy as np
 
+    from embedlab.evaluation.alignsim import task
     from embedlab.evaluation.alignsim.task import MethodResult
     from embedlab.results.alignsim_report import write_report as alignsim_write_report
-
     from embedlab.runtime.cache import atomic
 
     written = []
     original = atomic.atomic_write_bytes
     recording = lambda path, payload: (written.append(path.name), original(path, payload))  # noqa: E731
-    monkeypatch.setattr(runtime, "atomic_write_bytes", recording)  # callers that write through runtime
+    monkeypatch.setattr(task, "atomic_write_bytes", recording)  # a caller that writes bytes itself
     monkeypatch.setattr(atomic, "atomic_write_bytes", recording)  # atomic_write_text and save_figure
     result = MethodResult("random:minilm", [Record("random:minilm", "alignsim", "mrpc", "c1", "sim_pass_avg", 0.5, 3)])
     result.margins[("mrpc", "c1", "sim")] = np.array([0.1, -0.2, 0.3], dtype=np.float32)

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from embedlab.cli.app import main
-from embedlab.cli.embed import InputError, output_kind
+from embedlab.cli.embed import output_kind
+from embedlab.errors import InputError
 from tests.faults.test_cli import assert_one_line_error, embedlab_cli, environment  # noqa: F401 - the fixture
 
 

@@ -17,7 +17,8 @@ import pytest
 
 import embedlab
 from embedlab.data import DataFormatError
-from embedlab.engines import OutputFolderError, embed_corpus, read_shards
+from embedlab.engines.runner import embed_corpus
+from embedlab.engines.shards import OutputFolderError, read_shards
 
 
 @pytest.mark.parametrize(("name", "content", "message"), [

@@ -13,7 +13,8 @@ import embedlab
 from decoder_helpers import tiny_gguf
 from embedlab.cli.app import exit_status
 from embedlab.errors import InputError
-from embedlab.models import ModelFileError, converted_gguf_folder
+from embedlab.models.checks import ModelFileError
+from embedlab.models.gguf import converted_gguf_folder
 from embedlab.neural.head import HeadError, read_head_file
 from embedlab.pooling.postprocess import make_step
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab import runtime
+from embedlab.runtime.memo import clear
 from decoder_helpers import tiny_gguf
 from child_helpers import expect_line
 import preloaded
@@ -117,7 +117,7 @@ def test_a_converter_killed_mid_write_leaves_the_other_to_finish(tiny_model, tmp
     assert finish(survivor) == clean
     assert len(converted_folders(cache)) == 2  # the complete folder, and the killed one's staging folder
     monkeypatch.setenv("EMBEDLAB_CACHE", str(cache))
-    runtime.clear()
+    clear()
     vectors = np.ascontiguousarray(embedlab.load(str(gguf)).encode(TEXTS), dtype=np.float32)
     assert hashlib.sha256(vectors.tobytes()).hexdigest() == clean  # the survivor's folder, read back
     folders = converted_folders(cache)

@@ -17,7 +17,7 @@ import pytest
 from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 
 from embedlab.data import DataFormatError, unicode_problem, user_files
-from embedlab.evaluation import evaluate, parse_tasks
+from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.results.database import ResultsDB
 
 

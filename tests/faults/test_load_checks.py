@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import embedlab
-from embedlab import models
+from embedlab.models import loading
 from embedlab.registry import parse
 
 
@@ -18,7 +18,7 @@ def no_weights(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the model's weights were loaded before the spec was checked")
 
-    monkeypatch.setattr(models, "load_model", refuse)
+    monkeypatch.setattr(loading, "load_model", refuse)  # a late import inside a function
     monkeypatch.setattr("embedlab.methods.pooled.load_model", refuse)
 
 

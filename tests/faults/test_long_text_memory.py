@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab import runtime
+from embedlab.runtime.settings import token_states_uncached
 from embedlab.pooling import long_texts
 from embedlab.tokens import store
 
@@ -30,7 +30,7 @@ def long_text(sts_sentences) -> str:
 def test_a_long_text_streams_and_equals_the_whole_text_path(monkeypatch, long_text, sts_sentences, spec):
     method = embedlab.load(spec)
     monkeypatch.setattr(long_texts, "LONG_TEXT_CHARACTERS", 10 ** 9)
-    with runtime.token_states_uncached():  # fresh states on both paths, in the same batches
+    with token_states_uncached():  # fresh states on both paths, in the same batches
         whole = method.encode([long_text], batch_size=2)
         mixed_whole = method.encode([sts_sentences[0], long_text, sts_sentences[1]], batch_size=2)
     monkeypatch.setattr(long_texts, "LONG_TEXT_CHARACTERS", 2_000)
@@ -49,7 +49,7 @@ def test_a_long_text_streams_and_equals_the_whole_text_path(monkeypatch, long_te
 
     monkeypatch.setattr(long_texts, "run_sequences", counted)
     monkeypatch.setattr(store.TokenStateStore, "compute", refuse_long)
-    with runtime.token_states_uncached():
+    with token_states_uncached():
         streamed = method.encode([long_text], batch_size=2)
         mixed = method.encode([sts_sentences[0], long_text, sts_sentences[1]], batch_size=2)
     assert groups[0] >= 4  # the long text's chunks, folded in as each batch of two completes

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from embedlab import runtime
+from embedlab.runtime.extras import MissingExtraError
+from embedlab.runtime.memo import clear
 from embedlab.cli.app import main
 from embedlab.evaluation.records import Record
 from embedlab.results.database import ResultsDB
@@ -24,10 +25,10 @@ def without(monkeypatch):
                 monkeypatch.delitem(sys.modules, name)
         for name in names:
             monkeypatch.setitem(sys.modules, name, None)  # None in sys.modules: ImportError on import
-        runtime.clear()
+        clear()
 
     yield hide
-    runtime.clear()
+    clear()
 
 
 def test_report_without_matplotlib_names_the_plots_extra(without, tmp_path, capsys):
@@ -44,9 +45,9 @@ def test_alignsim_tagging_without_spacy_names_the_alignsim_extra(without):
     from embedlab.evaluation.alignsim import lexicon
 
     without("spacy", "nltk")
-    with pytest.raises(runtime.MissingExtraError, match=r"pip install 'embedlab\[alignsim\]'"):
+    with pytest.raises(MissingExtraError, match=r"pip install 'embedlab\[alignsim\]'"):
         lexicon.tag_sentences(["A man plays a guitar."])
-    with pytest.raises(runtime.MissingExtraError, match=r"WordNet through nltk.*embedlab\[alignsim\]"):
+    with pytest.raises(MissingExtraError, match=r"WordNet through nltk.*embedlab\[alignsim\]"):
         lexicon.wordnet()
 
 

@@ -15,8 +15,11 @@ import torch
 from safetensors.numpy import load_file, save_file
 
 from decoder_helpers import tiny_gguf, tiny_tokenizer
-from embedlab import runtime
-from embedlab.models import ModelFileError, convert_gguf, converted_gguf_folder, load_model
+from embedlab.runtime.cache.budget import clear_cache
+from embedlab.runtime.memo import clear
+from embedlab.models.checks import ModelFileError
+from embedlab.models.gguf import convert_gguf, converted_gguf_folder
+from embedlab.models.loading import load_model
 from embedlab.pooling.static_folders import StaticModelError, load_static_model
 
 pytest.importorskip("gguf")
@@ -49,7 +52,7 @@ def test_a_damaged_or_deleted_conversion_is_converted_again_with_a_warning(gguf_
     (folder / "model.safetensors").unlink()  # deleted, .complete kept
     with pytest.warns(RuntimeWarning, match="missing its weights"):
         convert_gguf(path, "tiny")
-    assert runtime.clear_cache("models") > 0  # `embedlab cache clear` removes the conversion
+    assert clear_cache("models") > 0  # `embedlab cache clear` removes the conversion
     assert not (folder / "model.safetensors").exists()
     with pytest.warns(RuntimeWarning, match="incomplete"):
         convert_gguf(path, "tiny")
@@ -77,7 +80,7 @@ def test_an_unwritable_cache_converts_into_a_temporary_folder_with_one_warning(g
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv("EMBEDLAB_CACHE", str(blocker / "cache"))  # every write into it fails, even for root
-    runtime.clear()
+    clear()
     with pytest.warns(RuntimeWarning, match="not writable") as caught:
         folder = convert_gguf(gguf_files["whole"], "tiny")
         assert convert_gguf(gguf_files["whole"], "tiny") == folder

@@ -15,8 +15,9 @@ import pytest
 
 from embedlab.cli.app import main
 from embedlab.engines.shards import OutputFolder
-from embedlab.runtime import outputs
+from embedlab.errors import InputError
 from embedlab.runtime.cache import atomic
+from embedlab.runtime.outputs import check_output_file, output_folder
 
 
 @pytest.fixture
@@ -75,8 +76,8 @@ def test_a_second_writer_of_one_folder_is_refused(tmp_path):
 
     out = tmp_path / "model"
     with FileLock(str(tmp_path / ".model.lock"), timeout=0):  # another export holds the folder
-        with pytest.raises(outputs.InputError, match="another embedlab process is writing"):
-            with outputs.output_folder(out):
+        with pytest.raises(InputError, match="another embedlab process is writing"):
+            with output_folder(out):
                 pass
     assert not out.exists()
 
@@ -90,7 +91,7 @@ def test_report_folders_of_reproduce_and_alignsim_refuse_a_second_writer(tmp_pat
     for folder, write in ((tmp_path / "reproduce", lambda out: render.write_report(["matching"], out, command="test")),
                           (tmp_path / "alignsim", lambda out: alignsim_report.write_report([], out, [], {}))):
         with FileLock(str(folder.with_name(f".{folder.name}.lock")), timeout=0):  # another run writes there
-            with pytest.raises(outputs.InputError, match="another embedlab process is writing"):
+            with pytest.raises(InputError, match="another embedlab process is writing"):
                 write(folder)
         assert not folder.exists()
         report = write(folder)  # the lock is released: the rerun writes
@@ -105,7 +106,7 @@ def test_a_killed_writers_leftovers_do_not_block_the_rerun(tmp_path):
     staging = tmp_path / f".model.{pid}.staging"
     staging.mkdir()
     (staging / "config.json").write_text("{")
-    with outputs.output_folder(out) as folder:
+    with output_folder(out) as folder:
         (folder / "config.json").write_text("{}\n")
     assert sorted(path.name for path in out.iterdir()) == ["config.json"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["model"]
@@ -114,15 +115,15 @@ def test_a_killed_writers_leftovers_do_not_block_the_rerun(tmp_path):
 def test_a_failed_export_leaves_no_folder(tmp_path):
     out = tmp_path / "model"
     with pytest.raises(RuntimeError):
-        with outputs.output_folder(out) as folder:
+        with output_folder(out) as folder:
             (folder / "model.safetensors").write_bytes(b"part")
             raise RuntimeError("killed")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_export_static_fit_on_the_output_folder_is_refused(tmp_path):
-    with pytest.raises(outputs.InputError, match="is the input"):
-        with outputs.output_folder(tmp_path / "texts", inputs=(tmp_path / "texts",)):
+    with pytest.raises(InputError, match="is the input"):
+        with output_folder(tmp_path / "texts", inputs=(tmp_path / "texts",)):
             pass
 
 
@@ -148,7 +149,7 @@ def test_overwrite_works_on_an_empty_manifest(tmp_path):
     (folder / "manifest.json").write_text("")
     (folder / "shard-00000.parquet").write_bytes(b"x")
     (folder / "shard-final-report.parquet").write_bytes(b"mine")
-    with pytest.raises(outputs.InputError, match="--overwrite"):
+    with pytest.raises(InputError, match="--overwrite"):
         OutputFolder(folder).prepare({"spec": "minilm"}, overwrite=False)
     assert OutputFolder(folder).prepare({"spec": "minilm"}, overwrite=True) is None
     assert sorted(path.name for path in folder.iterdir()) == ["shard-final-report.parquet"]
@@ -158,7 +159,7 @@ def test_reproduce_recompute_refuses_an_unwritable_records_folder_before_computi
     from embedlab.results.reproduce import values
 
     monkeypatch.setattr(values, "RECORDS", Path("/proc/embedlab-records"))  # takes no file, even for root
-    monkeypatch.setattr("embedlab.results.reproduce.recompute", lambda *args, **kwargs: pytest.fail("computed"))
+    monkeypatch.setattr("embedlab.results.reproduce.recomputing.recompute", lambda *args, **kwargs: pytest.fail("computed"))
     # /proc answers ENOENT (exit 2), a read-only file system EROFS (exit 1): either way before any work
     assert main(["reproduce", "--recompute", "--paper", "pooling", "--out", str(tmp_path / "report")]) in (1, 2)
     assert "records file /proc/embedlab-records/pooling.jsonl" in capsys.readouterr().err
@@ -172,7 +173,7 @@ def test_reproduce_options_of_recompute_alone_are_refused(tmp_path, capsys):
 
 def test_an_out_folder_that_takes_no_file_names_out(capsys):
     with pytest.raises(OSError, match="--out /proc/x.tsv cannot be written"):
-        outputs.check_output_file(Path("/proc/x.tsv"))
+        check_output_file(Path("/proc/x.tsv"))
     assert os.path.exists("/proc")
 
 
@@ -193,7 +194,7 @@ def test_a_touched_input_resumes_and_a_changed_one_is_one_short_line(tmp_path):
                                                       "shards": [], "fitted": []}))
     touched = {**identity, "mtime_ns": 2}
     assert OutputFolder(folder).prepare({"spec": "minilm", "input": touched}, overwrite=False)["spec"] == "minilm"
-    with pytest.raises(outputs.InputError) as caught:
+    with pytest.raises(InputError) as caught:
         OutputFolder(folder).prepare({"spec": "minilm", "input": {**touched, "sha256": "b" * 64}}, overwrite=False)
     assert "input: sha256 'aaaaaaaaaaaa' there, 'bbbbbbbbbbbb' now" in str(caught.value)
     assert "mtime" not in str(caught.value) and len(str(caught.value)) < 250

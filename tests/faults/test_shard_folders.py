@@ -15,7 +15,8 @@ import sys
 import numpy as np
 import pytest
 
-from embedlab.engines import OutputFolderError, embed_corpus, read_shards
+from embedlab.engines.runner import embed_corpus
+from embedlab.engines.shards import OutputFolderError, read_shards
 from embedlab.engines import shards as shard_module
 import preloaded  # tests/preloaded.py: child processes forked from a preloaded Python
 

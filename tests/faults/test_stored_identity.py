@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab import runtime
-from embedlab.evaluation import evaluate, parse_tasks
-from embedlab.models import model_fingerprint, resolve_model_path
+from embedlab.runtime.memo import clear
+from embedlab.evaluation.harness import evaluate, parse_tasks
+from embedlab.models.fingerprints import model_fingerprint
+from embedlab.models.loading import resolve_model_path
 from embedlab.results.database import ResultsDB
 
 
@@ -91,7 +92,7 @@ def test_a_local_model_whose_weights_change_at_the_same_path_is_not_reused(tmp_p
     weights = folder / "model.safetensors"
     tensors = load_file(weights)
     save_file({key: (value * np.float32(0.5) if value.dtype == np.float32 else value) for key, value in tensors.items()}, weights)
-    runtime.clear()
+    clear()
     assert main(arguments) == 0
     second = {r.metric: r.value for r in ResultsDB(db).records()}
     assert second["spearman"] != first["spearman"]

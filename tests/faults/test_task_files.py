@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from embedlab.data import DataFormatError
-from embedlab.evaluation import evaluate, parse_tasks
+from embedlab.evaluation.harness import evaluate, parse_tasks
 from tests.fakes import FakeMethod, isolated_eval_cache  # noqa: F401  (autouse fixture)
 
 
@@ -47,9 +47,9 @@ def test_a_bad_file_for_a_later_task_fails_before_the_first_task_runs(tmp_path, 
 def test_a_missing_built_in_data_file_fails_before_the_first_task_runs(tmp_path, monkeypatch, later):
     good = _scored(tmp_path, "one.tsv", GOOD)
     monkeypatch.setenv("EMBEDLAB_DATA", str(tmp_path / "no-data-here"))
-    from embedlab import runtime
+    from embedlab.runtime.settings import configure
 
-    runtime.configure()
+    configure()
     try:
         method = FakeMethod()
         with pytest.raises(Exception, match="no-data-here"):
@@ -57,7 +57,7 @@ def test_a_missing_built_in_data_file_fails_before_the_first_task_runs(tmp_path,
         assert method.encode_calls == []
     finally:
         monkeypatch.delenv("EMBEDLAB_DATA")
-        runtime.configure()
+        configure()
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])

@@ -13,7 +13,7 @@ import pytest
 import embedlab
 from embedlab.data import DataFormatError
 from embedlab.data.corpus import Corpus
-from embedlab.engines import embed_corpus
+from embedlab.engines.runner import embed_corpus
 
 
 @pytest.mark.parametrize(("name", "content", "message"), [

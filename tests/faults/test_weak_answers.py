@@ -96,7 +96,7 @@ def test_a_comma_in_a_task_path_is_escaped_with_a_backslash(tmp_path):
 
 def test_the_avg_table_build_draws_no_bar_on_a_non_terminal(tmp_path, capfd, isolated_cache):
     from decoder_helpers import tiny_decoder
-    from embedlab.models import load_model
+    from embedlab.models.loading import load_model
     from embedlab.pooling.static import avg_tables
 
     model = load_model(str(tiny_decoder(tmp_path / "gpt2", "gpt2")))

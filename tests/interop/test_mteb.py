@@ -8,7 +8,7 @@ import importlib.util
 import pytest
 
 import embedlab
-from embedlab.evaluation import evaluate, parse_tasks
+from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.interop.mteb import MTEBEncoder
 
 # mteb (≈ 1.4 CPU s to import) is imported by the test that runs it, not by every xdist worker's collection

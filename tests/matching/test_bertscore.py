@@ -15,7 +15,7 @@ from bert_score import score as package_score
 
 import embedlab
 from embedlab.matching import bertscore_baselines, bertscore_scoring
-from embedlab.models import load_model, resolve_model_path
+from embedlab.models.loading import load_model, resolve_model_path
 from embedlab.tokens.store import TokenStateStore, store_for
 from mlm_helpers import TOKENIZER_FILES
 
@@ -118,10 +118,10 @@ def test_packaged_minilm_baseline_is_used_and_recorded(pairs):
 def test_built_baseline_is_the_package_mean_over_its_pairs(tmp_path, monkeypatch):
     """A baseline built from WikiText-2 (tiny model, 96 pairs) is the package's mean P, R, F over the
     same seeded sentence pairs, and its record says how it was made."""
-    from embedlab import runtime
+    from embedlab.runtime.settings import cache_dir
 
     (tmp_path / "cache").mkdir()
-    corpus = runtime.cache_dir("corpus")  # WikiText-2 split into sentences once per machine: share it
+    corpus = cache_dir("corpus")  # WikiText-2 split into sentences once per machine: share it
     (tmp_path / "cache" / "corpus").symlink_to(corpus, target_is_directory=True)
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "tiny"

@@ -8,7 +8,7 @@ from sentence_transformers import SentenceTransformer, util
 
 import embedlab
 from embedlab.errors import InputTypeError
-from embedlab.models import resolve_model_path
+from embedlab.models.loading import resolve_model_path
 
 
 def sentence_transformers_usage(model):

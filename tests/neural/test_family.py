@@ -10,7 +10,7 @@ from embedlab.neural.tuning import embed_texts
 from embedlab.neural.inputs import BLUEPRINTS
 from embedlab.neural.options import NeuralOptions, block_vectors, resolve_parameter_names
 from embedlab.neural.variants import VARIANTS
-from embedlab.runtime import ArrayStore
+from embedlab.runtime.cache.arrays import ArrayStore
 
 
 def test_empty_text_is_rejected_with_its_index(masked_minilm) -> None:
@@ -23,11 +23,11 @@ def test_each_group_is_freed_then_the_heap_trimmed(masked_minilm, sentences, mon
     texts grew a run to 13.4 GB without the trim; one trim gave back all but 0.78 GB)."""
     import gc
 
-    from embedlab import runtime
+    from embedlab.neural import tuning
     from embedlab.neural.batched import BatchedRun
 
     runs_alive: list[int] = []
-    monkeypatch.setattr(runtime, "release_free_memory", lambda: runs_alive.append(sum(type(item) is BatchedRun for item in gc.get_objects())))
+    monkeypatch.setattr(tuning, "release_free_memory", lambda: runs_alive.append(sum(type(item) is BatchedRun for item in gc.get_objects())))
     embed_texts(masked_minilm, sentences, NeuralOptions(tuple(resolve_parameter_names("head", 6)), epochs=1), group_positions=1)
     assert runs_alive == [0, 0, 0]  # one group per text here
 

@@ -8,16 +8,16 @@ import pytest
 import torch
 from mlm_helpers import tiny_bert
 
-from embedlab import runtime
+from embedlab.runtime.memo import clear
 from embedlab.neural import head as mlm_head
 from embedlab.neural.head import HEAD_TENSOR_NAMES, HeadError, load_masked_lm, read_head_file
 
 
 @pytest.fixture(autouse=True)
 def _fresh_loaded_models():
-    runtime.clear()
+    clear()
     yield
-    runtime.clear()
+    clear()
 
 
 def test_real_head_is_used_unchanged(tmp_path) -> None:
@@ -39,7 +39,7 @@ def test_missing_head_is_detected_and_never_silently_random(tmp_path) -> None:
     first = load_masked_lm(str(tmp_path / "no-head"), head="untrained")
     assert not first.checkpoint_has_head and first.head_origin == "untrained"
     assert load_masked_lm(str(tmp_path / "no-head"), head="untrained") is first  # loaded once per process
-    runtime.clear()
+    clear()
     second = load_masked_lm(str(tmp_path / "no-head"), head="untrained")
     assert second is not first and first.head_hash == second.head_hash  # the untrained head is seeded
     weights = dict(first.model.named_parameters())

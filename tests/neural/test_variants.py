@@ -21,7 +21,7 @@ def test_eq1_weight_change_embedding_by_hand() -> None:
 
 
 def test_hidden_variants_of_appendix_g(masked_minilm, sentences) -> None:
-    from embedlab.models import load_model
+    from embedlab.models.loading import load_model
 
     block = tuple(block_vectors(masked_minilm.num_layers))
     avg = embed_texts(masked_minilm, sentences[:2], NeuralOptions(block, epochs=2, variant="avg"))

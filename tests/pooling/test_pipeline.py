@@ -66,7 +66,7 @@ def test_streamed_pooling_equals_one_pass(spec, sts_sentences, tmp_path, wikitex
     """Chunks of a few texts equal one pass over the same token states (idf^T, the fitted chain, a template
     and a long text's model inputs all take part); the method streams the same way. From an empty cache
     the streamed run feeds the model other batches, which moves token states by float rounding only."""
-    from embedlab import runtime
+    from embedlab.runtime.settings import configure
     from embedlab.pooling.pipeline import stream_chunks
 
     texts = sts_sentences[:25] + [_long_text()] + sts_sentences[25:40]
@@ -74,7 +74,7 @@ def test_streamed_pooling_equals_one_pass(spec, sts_sentences, tmp_path, wikitex
     for root in ("shared", "empty"):  # no token states; the WikiText-2 statistics filter=biases reads are given
         wikitext_caches(tmp_path / root)
     try:
-        runtime.configure(cache_root=tmp_path / "shared", memory_cache_bytes=0)  # chunks re-read the disk cache
+        configure(cache_root=tmp_path / "shared", memory_cache_bytes=0)  # chunks re-read the disk cache
         pipeline = embedlab.load(spec).pipeline
         idf = pipeline.idf(texts)
         once = pipeline.pool(texts, idf, chunk_characters=10**9)
@@ -84,10 +84,10 @@ def test_streamed_pooling_equals_one_pass(spec, sts_sentences, tmp_path, wikitex
         np.testing.assert_allclose(vectors, pipeline.fit_post(once, _no_reference)[1], atol=1e-6, rtol=0)
         np.testing.assert_allclose(embedlab.load(spec).encode(texts), vectors, atol=1e-6, rtol=0)
 
-        runtime.configure(cache_root=tmp_path / "empty")
+        configure(cache_root=tmp_path / "empty")
         np.testing.assert_allclose(embedlab.load(spec).pipeline.pool(texts, idf, chunk_characters=120), once, atol=1e-5, rtol=0)
     finally:
-        runtime.configure()
+        configure()
 
 
 class _RejectsBad(RandomTokens):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import embedlab
-from embedlab import runtime
+from embedlab.runtime.memo import clear
 from embedlab.pooling import sources, static
 from embedlab.pooling.static import context_averaged_tables, isolated_token_states, random_token_table
 from embedlab.tokens.store import TokenStateStore
@@ -92,7 +92,7 @@ def test_avg_tables_are_stored_checksummed_and_read_back(minilm, isolated_cache,
     monkeypatch.setattr(static, "context_averaged_tables", tiny_tables)
     first = static.avg_tables(minilm, CORPUS)
     assert static.avg_tables(minilm, CORPUS) is first and not first.flags.writeable  # one copy per process
-    runtime.clear()
+    clear()
     np.testing.assert_array_equal(static.avg_tables(minilm, CORPUS), first)  # read back from disk
     assert len(computed) == 1 and len(list((isolated_cache / "static").glob("*.safetensors"))) == 1
 
@@ -100,7 +100,7 @@ def test_avg_tables_are_stored_checksummed_and_read_back(minilm, isolated_cache,
 def test_avg_refuses_a_model_whose_input_embeddings_are_narrower_than_its_states(tmp_path):
     """ALBERT and ELECTRA factorise their embeddings (width 16 here, states 32): one clear error, not a numpy broadcast."""
     from conformance.tiny_models import build_tiny
-    from embedlab.models import load_model
+    from embedlab.models.loading import load_model
     from embedlab.pooling.static import avg_tables
 
     model = load_model(str(build_tiny("ALBERT", tmp_path / "albert")))

@@ -11,8 +11,9 @@ import pytest
 from safetensors.numpy import save_file
 
 import embedlab
-from embedlab.models import ModelNotFoundError, static_model_path
+from embedlab.models.named import ModelNotFoundError, static_model_path
 from embedlab.pooling.static_folders import StaticModelError, load_static_model
+from embedlab.runtime.memo import clear
 
 model2vec = pytest.importorskip("model2vec")
 
@@ -189,7 +190,7 @@ def test_many_texts_are_pooled_batch_by_batch_with_the_same_bits(sts_sentences, 
     monkeypatch.setattr(pipeline, "STATIC_BATCH_TEXTS", 10**9)
     whole = embedlab.load("static:tokenlearn" + options).encode(texts)
     monkeypatch.setattr(pipeline, "STATIC_BATCH_TEXTS", 9)
-    embedlab.runtime.clear()
+    clear()
     batched = embedlab.load("static:tokenlearn" + options).encode(texts)
     assert batched.dtype == np.float32 and batched.shape == (len(texts), 64)
     assert np.array_equal(batched, whole)

@@ -13,11 +13,27 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from embedlab.results import reproduce
 from embedlab.results.reproduce import recomputing
-from embedlab.results.reproduce import (PAPERS, STATUSES, PaperValue, RecomputePlan, StoredRecord, compare, convert,
-                                        paper_values, plan_for, read_records, render_html, render_markdown, report_rows,
-                                        write_records)
+from embedlab.results.reproduce.epsilon import alignsim_epsilon_records
+from embedlab.results.reproduce.plans import RECOMPUTE_PLANS, RecomputePlan, plan_for, plans
+from embedlab.results.reproduce.recomputing import recompute, run_plans
+from embedlab.results.reproduce.values import (
+    PAPERS,
+    PAPER_VALUES,
+    PRINTED_SCALES,
+    RECORDS,
+    SCALED_UNITS,
+    STATUSES,
+    PaperValue,
+    StoredRecord,
+    convert,
+    paper_values,
+    read_records,
+    unit_of,
+    write_records,
+)
+from embedlab.results.reproduce.compare import compare, report_rows
+from embedlab.results.reproduce.render import render_html, render_markdown
 
 CANDIDATES = "neural:minilm,softmax=candidates"  # the Eq. 3 reference of the neural paper's plans
 PAPER_FILES = {"neural": "neural-embeddings-for-text.md",
@@ -27,7 +43,7 @@ PAPER_FILES = {"neural": "neural-embeddings-for-text.md",
 
 def _papers_folder() -> Path | None:
     """The shared paper texts (beside the shared data), if this machine has them."""
-    data = Path(os.environ.get("EMBEDLAB_DATA", Path(reproduce.__file__).resolve().parents[4] / "shared" / "data"))
+    data = Path(os.environ.get("EMBEDLAB_DATA", Path(recomputing.__file__).resolve().parents[4] / "shared" / "data"))
     folder = data.parent / "papers"
     return folder if folder.is_dir() else None
 
@@ -77,20 +93,20 @@ def test_one_unit_vocabulary_the_harness_declarations():
     "percent" for a share or correlation printed × 100, the one printed form (PRINTED_SCALES)."""
     from embedlab.evaluation.base import UNITS
 
-    assert reproduce.unit_of("classification", "accuracy") == "fraction"
-    assert reproduce.unit_of("triplets", "wrong") == "count" and reproduce.unit_of("triplets", "same") == "similarity"
-    assert reproduce.unit_of("correlations", "kendall_c") == "correlation"
-    assert set(reproduce.PRINTED_SCALES).isdisjoint(UNITS) and reproduce.SCALED_UNITS <= set(UNITS)
+    assert unit_of("classification", "accuracy") == "fraction"
+    assert unit_of("triplets", "wrong") == "count" and unit_of("triplets", "same") == "similarity"
+    assert unit_of("correlations", "kendall_c") == "correlation"
+    assert set(PRINTED_SCALES).isdisjoint(UNITS) and SCALED_UNITS <= set(UNITS)
     for paper in PAPERS:
         labelled = [(value.unit, value.task, value.metric) for value in paper_values(paper)]
         labelled += [(record.unit, record.task, record.metric) for record in read_records(paper)]
         for unit, task, metric in labelled:
-            declared = reproduce.unit_of(task, metric)
+            declared = unit_of(task, metric)
             assert unit == declared or (unit == "percent" and declared in ("fraction", "correlation")), (paper, task, metric, unit)
 
 
 def test_a_unit_other_than_the_declared_one_is_refused(tmp_path):
-    source = reproduce.RECORDS / "neural.jsonl"
+    source = RECORDS / "neural.jsonl"
     lines = source.read_text(encoding="utf-8").splitlines()
     line = next(number for number, text in enumerate(lines) if '"metric": "kendall_c"' in text)
     lines[line] = lines[line].replace('"unit": "correlation"', '"unit": "fraction"')
@@ -98,7 +114,7 @@ def test_a_unit_other_than_the_declared_one_is_refused(tmp_path):
     with pytest.raises(ValueError, match=rf"neural\.jsonl, line {line + 1}: bad unit 'fraction' \(correlations kendall_c is "
                                          r"declared 'correlation' or percent\)"):
         read_records("neural", tmp_path)
-    values = (reproduce.PAPER_VALUES / "neural.csv").read_text(encoding="utf-8").splitlines()
+    values = (PAPER_VALUES / "neural.csv").read_text(encoding="utf-8").splitlines()
     row = next(number for number, text in enumerate(values) if ",count," in text)
     values[row] = values[row].replace(",count,", ",percent,", 1)
     (tmp_path / "neural.csv").write_text("\n".join(values) + "\n", encoding="utf-8")
@@ -120,7 +136,7 @@ def test_paper_values_parse_and_are_transcribed_from_the_paper(paper):
 
 
 def test_a_malformed_paper_value_names_the_file_and_line(tmp_path):
-    source = reproduce.PAPER_VALUES / "matching.csv"
+    source = PAPER_VALUES / "matching.csv"
     lines = source.read_text(encoding="utf-8").splitlines()
     lines[3] = lines[3].replace(",analogue,", ",similar,")
     (tmp_path / "matching.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -240,12 +256,12 @@ def test_the_llm_rows_are_smollm2_analogues_each_pointing_at_the_plan_of_its_cri
 def test_recompute_rewrites_only_what_it_recomputes(tmp_path, monkeypatch):
     """A recompute of STS-B pairs for st:minilm reproduces the paper's 7,216 / 180,492 (seed paper Table 3),
     keeps every other record line as it was, and a second recompute leaves the file byte-identical."""
-    shutil.copy(reproduce.RECORDS / "neural.jsonl", tmp_path / "neural.jsonl")
+    shutil.copy(RECORDS / "neural.jsonl", tmp_path / "neural.jsonl")
     before = (tmp_path / "neural.jsonl").read_text(encoding="utf-8").splitlines()
-    monkeypatch.setitem(reproduce.RECOMPUTE_PLANS, "neural", (RecomputePlan(("st:minilm",), "pairs:sts"),
+    monkeypatch.setitem(RECOMPUTE_PLANS, "neural", (RecomputePlan(("st:minilm",), "pairs:sts"),
                                                               RecomputePlan(("neural:minilm",), "pairs:sts", expensive=True)))
     messages: list[str] = []
-    records = reproduce.recompute("neural", records_folder=tmp_path, log=messages.append)
+    records = recompute("neural", records_folder=tmp_path, log=messages.append)
     assert any("skipped" in message and "neural:minilm" in message for message in messages)
     by_key = {record.key: record for record in records}
     assert by_key[("st:minilm", "pairs", "sts", "all", "wrong")].value == 7216
@@ -253,17 +269,17 @@ def test_recompute_rewrites_only_what_it_recomputes(tmp_path, monkeypatch):
     after = (tmp_path / "neural.jsonl").read_text(encoding="utf-8").splitlines()
     untouched = [line for line in before if '"pairs", "dataset": "sts"' not in line or '"st:minilm"' not in line]
     assert set(untouched) <= set(after)
-    reproduce.recompute("neural", records_folder=tmp_path, log=messages.append)
+    recompute("neural", records_folder=tmp_path, log=messages.append)
     assert (tmp_path / "neural.jsonl").read_text(encoding="utf-8").splitlines() == after
 
 
 def test_plans_filter_by_method_and_cost():
-    chosen, skipped = reproduce.plans("neural")
+    chosen, skipped = plans("neural")
     assert chosen and all(not plan.expensive for plan in chosen) and all(plan.expensive for plan in skipped)
     appendix_g = "neural:minilm,params=block,epochs=5,variant=cls"
-    chosen, skipped = reproduce.plans("neural", methods=[appendix_g])
+    chosen, skipped = plans("neural", methods=[appendix_g])
     assert chosen == [] and len(skipped) == 1 and appendix_g in skipped[0].specs and len(skipped[0].specs) == 8  # one run
-    chosen, _ = reproduce.plans("neural", expensive=True, methods=[appendix_g])
+    chosen, _ = plans("neural", expensive=True, methods=[appendix_g])
     assert [plan.specs for plan in chosen] == [(appendix_g,)]
 
 
@@ -285,7 +301,7 @@ def test_alignsim_epsilon_search_names_its_grid_and_averages_the_stored_margins(
             return {key: array for key, array in margins.items() if key[0] == self.dataset}
 
     method = SimpleNamespace(spec="st:minilm")
-    records = reproduce.alignsim_epsilon_records([method], [Task(d) for d in ("qqp", "paws", "mrpc")],
+    records = alignsim_epsilon_records([method], [Task(d) for d in ("qqp", "paws", "mrpc")],
                                                  {"st:minilm": "fp"}, version="v", provenance="test")
     assert len(records) == 6 and {r.dataset for r in records} == {"qqp", "paws", "mrpc"}
     for record in records:
@@ -305,7 +321,7 @@ def test_a_plan_variant_stores_its_records_under_their_own_subsets(monkeypatch):
     plan = RecomputePlan(("st:minilm",), "pairs:sts", subset_suffix=",variant=x", task_options=(("seed", 0),))
     key = ("st:minilm", "pairs", "sts", "all,variant=x", "wrong")
     monkeypatch.setattr(recomputing, "needed_keys", lambda paper: {key})
-    fresh = reproduce.run_plans("neural", [plan], provenance="recomputed: test", log=lambda message: None)
+    fresh = run_plans("neural", [plan], provenance="recomputed: test", log=lambda message: None)
     assert list(fresh) == [key] and fresh[key].value == 7216  # the paper's count, under the variant's subset
 
 
@@ -325,20 +341,20 @@ def test_table_4_summeval_shows_both_protocols_the_cut_one_by_the_truncate_optio
     assert by_cell[("summeval fluency", "kendall_c", "same")].status == "exact"
     assert by_cell[("summeval consistency", "kendall_c", "same")].status == "within tolerance"
     assert by_cell[("summeval consistency", "kendall_c", "protocol")].ours < 0.075  # whole articles: 0.069, not the paper's
-    chosen, _ = reproduce.plans("neural", methods=["minilm:truncate=256"])
+    chosen, _ = plans("neural", methods=["minilm:truncate=256"])
     assert [(plan.specs, plan.tasks) for plan in chosen] == [(("minilm:truncate=256",), "correlations:summeval")]
 
 
 def test_plans_filter_by_task_too():
     """``--task`` narrows a recompute to one dataset of the plans that run it (e.g. the Eq. 3 intersection on
     summ-r, without the other SummEval sets' micro-tuning)."""
-    chosen, skipped = reproduce.plans("neural", methods=["st:minilm"], tasks=["triplets:summ-r"])
+    chosen, skipped = plans("neural", methods=["st:minilm"], tasks=["triplets:summ-r"])
     assert [(plan.specs, plan.tasks, plan.intersections_with) for plan in chosen] == [(("st:minilm",), "triplets:summ-r", None)]
     assert [plan.intersections_with for plan in skipped] == [CANDIDATES]
-    chosen, skipped = reproduce.plans("neural", expensive=True, methods=["st:minilm"], tasks=["triplets:summ-r", "triplets:text-summ-r"])
+    chosen, skipped = plans("neural", expensive=True, methods=["st:minilm"], tasks=["triplets:summ-r", "triplets:text-summ-r"])
     assert skipped == [] and [plan.tasks for plan in chosen] == ["triplets:summ-r,triplets:text-summ-r"] * 2
     assert chosen[1].intersections_with == CANDIDATES
-    assert reproduce.plans("neural", tasks=["clustering:tweet"]) == ([], [])
+    assert plans("neural", tasks=["clustering:tweet"]) == ([], [])
 
 
 def test_eq3_intersections_agree_with_the_broken_triplet_counts():

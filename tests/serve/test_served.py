@@ -7,7 +7,7 @@ import pytest
 
 import embedlab
 from embedlab.cli.app import main
-from embedlab.engines import embed_corpus
+from embedlab.engines.runner import embed_corpus
 from embedlab.errors import InputError
 from embedlab.serve.served import find_served, load_served, parse_aliases
 from serve_helpers import TEXTS, tiny_model  # noqa: F401 - tiny_model: a fixture

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from decoder_helpers import tiny_decoder
-from embedlab.models import load_model
+from embedlab.models.loading import load_model
 from embedlab.tokens.store import TokenStateStore
 from embedlab.tokens.templates import get_template
 

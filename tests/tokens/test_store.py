@@ -70,12 +70,12 @@ def test_cache_key_depends_on_model_template_text_and_layer(minilm):
 
 
 def test_methods_over_one_model_share_one_store(minilm):
-    from embedlab import runtime
+    from embedlab.runtime.memo import clear
     from embedlab.tokens.store import store_for
 
     assert store_for(minilm) is store_for(minilm)
     first = store_for(minilm)
-    runtime.clear()
+    clear()
     assert store_for(minilm) is not first
 
 
@@ -100,10 +100,10 @@ def test_only_the_requested_layers_are_kept_in_memory_and_on_disk(minilm, isolat
 
 
 def test_a_grid_asks_for_every_layer_and_then_runs_the_model_once(minilm, isolated_cache, sts_sentences, monkeypatch):
-    from embedlab import runtime
+    from embedlab.runtime.settings import configure
 
     texts = sts_sentences[:3]
-    runtime.configure(cache_layers="all")
+    configure(cache_layers="all")
     try:
         store = TokenStateStore(minilm)
         first = store.compute(texts, layers=(minilm.num_layers,))
@@ -114,7 +114,7 @@ def test_a_grid_asks_for_every_layer_and_then_runs_the_model_once(minilm, isolat
         for a, b in zip(first, store.compute(texts, layers=(minilm.num_layers,))):
             assert a is b  # the same object: many configurations share one layout of it
     finally:
-        runtime.configure()
+        configure()
 
 
 def test_a_bad_layer_is_refused(minilm):
@@ -130,7 +130,8 @@ def test_the_memory_cache_is_bounded_in_bytes(minilm, sts_sentences):
 
 
 def test_eviction_keeps_the_budget_and_evicted_entries_are_recomputed(minilm, isolated_cache, sts_sentences):
-    from embedlab import runtime
+    from embedlab.runtime.cache.budget import cache_size, evict_to_budget
+    from embedlab.runtime.settings import configure
 
     last = (minilm.num_layers,)
     groups = [sts_sentences[start : start + 4] for start in (0, 4, 8)]
@@ -142,27 +143,27 @@ def test_eviction_keeps_the_budget_and_evicted_entries_are_recomputed(minilm, is
         packs.append(max(isolated_cache.rglob("*.pack"), key=lambda path: path.stat().st_mtime_ns))
     assert len(set(packs)) == 3
     store.compute(groups[0], layers=last)  # read back: the first pack is now the most recently used
-    runtime.evict_to_budget(runtime.cache_size() - 1)
+    evict_to_budget(cache_size() - 1)
     assert packs[0].exists() and not packs[1].exists() and packs[2].exists()  # the least recently used went
     evicted = [store.key(text, None, minilm.num_layers) for text in groups[1]]
     assert len(store._packs().locations(evicted)) == 4 and store._packs().read(evicted) == {}
     assert store._packs().locations(evicted) == {}  # the rows of a pack found gone are dropped
 
-    budget = runtime.cache_size() + packs[2].stat().st_size // 2  # not room for another pack
-    runtime.configure(cache_max=budget)
+    budget = cache_size() + packs[2].stat().st_size // 2  # not room for another pack
+    configure(cache_max=budget)
     try:
         store = TokenStateStore(minilm, memory_limit_bytes=0)
         again = store.compute(groups[1], layers=last)  # recomputed, written, and the oldest pack evicted
-        assert runtime.cache_size() <= budget
+        assert cache_size() <= budget
         assert packs[0].exists() and not packs[2].exists()  # the third pack was used less recently than the first
         for a, b in zip(again, clean[1]):
             np.testing.assert_allclose(a.states, b.states, atol=1e-6)
         for group, expected in zip(groups, clean):  # whatever was evicted is recomputed to the same values
             for a, b in zip(TokenStateStore(minilm, memory_limit_bytes=0).compute(group, layers=last), expected):
                 np.testing.assert_allclose(a.states, b.states, atol=1e-6)
-            assert runtime.cache_size() <= budget
+            assert cache_size() <= budget
     finally:
-        runtime.configure()
+        configure()
 
 
 def test_a_layer_already_cached_keeps_its_values_when_another_layer_is_computed(minilm, isolated_cache, sts_sentences):

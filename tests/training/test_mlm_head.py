@@ -8,20 +8,21 @@ import pytest
 import torch
 from mlm_helpers import tiny_bert
 
-from embedlab import runtime
+from embedlab.runtime.memo import clear
 from embedlab.neural.head import HEAD_TENSOR_NAMES, IGNORE_LABEL, load_masked_lm, read_head_file
-from embedlab.training.mlm_head import HeadTrainingConfig, mask_blocks, masked_features, train_head
+from embedlab.training.mlm_head import mask_blocks, masked_features, train_head
+from embedlab.training.mlm_head_settings import HeadTrainingConfig
 
 
 @pytest.fixture(autouse=True)
 def _fresh_loaded_models():
-    runtime.clear()
+    clear()
     yield
-    runtime.clear()
+    clear()
 
 
 def test_mask_blocks_standard_bert_masking() -> None:
-    from embedlab.models import load_model
+    from embedlab.models.loading import load_model
 
     tokenizer = load_model("minilm", device="cpu").tokenizer
     generator = torch.Generator().manual_seed(1)

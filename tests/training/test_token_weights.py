@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from embedlab.data.wikitext import wikitext2_sentences
-from embedlab.training.token_weights import TrainingConfig, batch_order, mean_loss, train_token_weights
+from embedlab.training.token_weight_settings import TrainingConfig
+from embedlab.training.token_weights import batch_order, mean_loss, train_token_weights
 
 
 @pytest.fixture(scope="module")

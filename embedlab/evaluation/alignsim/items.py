@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from embedlab import runtime
+from embedlab.runtime.cache.atomic import atomic_write_text
 from embedlab.errors import InputError
 
 PERTURBATIONS = ("ours", "authors")  # word replacement as the paper's text says / as the authors' code does
@@ -120,7 +120,7 @@ class PerturbationSet:
         written = []
         for kind, items in sorted(self.items.items()):
             path = folder / f"{self.dataset}.{kind}.jsonl"
-            runtime.atomic_write_text(path, "".join(json.dumps(item_json(item), ensure_ascii=False, sort_keys=True) + "\n" for item in items))
+            atomic_write_text(path, "".join(json.dumps(item_json(item), ensure_ascii=False, sort_keys=True) + "\n" for item in items))
             written.append(path)
         summary = {
             "format": FORMAT_VERSION,
@@ -130,7 +130,7 @@ class PerturbationSet:
             "skipped": dict(sorted(self.skipped.items())),
         }
         path = folder / f"{self.dataset}.summary.json"
-        runtime.atomic_write_text(path, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(path, json.dumps(summary, indent=2, sort_keys=True) + "\n")
         return written + [path]
 
     @classmethod

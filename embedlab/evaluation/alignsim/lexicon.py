@@ -22,9 +22,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from embedlab import runtime
+from embedlab.runtime.extras import MissingExtraError
+from embedlab.runtime.memo import cached
+from embedlab.runtime.progress import progress_bar
 from embedlab.errors import InputError
-from embedlab.runtime import data_path
+from embedlab.runtime.settings import data_path
 
 # spaCy coarse tags we perturb, mapped to WordNet's part-of-speech letters.
 WORDNET_POS = {"VERB": "v", "ADJ": "a"}
@@ -43,7 +45,7 @@ def wordnet():
     try:
         import nltk
     except ImportError as error:
-        raise runtime.MissingExtraError(ALIGNSIM_EXTRA, "ALIGN-SIM's synonyms and antonyms (WordNet through nltk)") from error
+        raise MissingExtraError(ALIGNSIM_EXTRA, "ALIGN-SIM's synonyms and antonyms (WordNet through nltk)") from error
 
     nltk_root = str(data_path("nltk_data"))
     if nltk_root not in nltk.data.path:
@@ -54,17 +56,17 @@ def wordnet():
     return reader
 
 
-@runtime.cached("alignsim.tagger", maxsize=1)
+@cached("alignsim.tagger", maxsize=1)
 def tagger():
     """spaCy's small English pipeline, reduced to what tagging needs (tokenizer, tagger, attribute ruler)."""
     try:
         import spacy
     except ImportError as error:
-        raise runtime.MissingExtraError(ALIGNSIM_EXTRA, "ALIGN-SIM's part-of-speech tags (spaCy)") from error
+        raise MissingExtraError(ALIGNSIM_EXTRA, "ALIGN-SIM's part-of-speech tags (spaCy)") from error
     try:
         return spacy.load(SPACY_PACKAGE, exclude=["parser", "ner", "lemmatizer", "senter"])
     except OSError as error:
-        raise runtime.MissingExtraError(ALIGNSIM_EXTRA, f"ALIGN-SIM's tagger (spaCy model package {SPACY_PACKAGE!r})") from error
+        raise MissingExtraError(ALIGNSIM_EXTRA, f"ALIGN-SIM's tagger (spaCy model package {SPACY_PACKAGE!r})") from error
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ def tag_sentences(sentences: list[str], batch_size: int = 256) -> list[list[Toke
     nlp = tagger()
     tagged = []
     documents = nlp.pipe(sentences, batch_size=batch_size)
-    for doc in runtime.progress_bar(documents, total=len(sentences), desc="tagging sentences", unit=" sentences"):
+    for doc in progress_bar(documents, total=len(sentences), desc="tagging sentences", unit=" sentences"):
         tagged.append(
             [
                 Token(t.text, t.whitespace_, t.pos_, t.tag_, bool(t.is_stop), bool(t.is_alpha), bool(t.is_punct), t.idx)
@@ -117,7 +119,7 @@ def _plain(name: str) -> bool:
     return name.isalpha() and name.islower()
 
 
-@runtime.cached("alignsim.synonyms")
+@cached("alignsim.synonyms")
 def synonyms(lemma: str, wordnet_pos: str) -> tuple[str, ...]:
     """Single-word WordNet synonyms of ``lemma`` over all its senses in that part of speech, sorted."""
     found = set()
@@ -128,7 +130,7 @@ def synonyms(lemma: str, wordnet_pos: str) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-@runtime.cached("alignsim.antonyms")
+@cached("alignsim.antonyms")
 def antonyms(lemma: str, wordnet_pos: str) -> tuple[str, ...]:
     """Direct WordNet antonyms of ``lemma`` itself (not of its synonyms), sorted."""
     found = set()
@@ -142,7 +144,7 @@ def antonyms(lemma: str, wordnet_pos: str) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-@runtime.cached("alignsim.irregular_verbs", maxsize=1)
+@cached("alignsim.irregular_verbs", maxsize=1)
 def _irregular_verb_forms() -> dict[str, tuple[str, ...]]:
     """base -> inflected forms listed in WordNet's verb.exc (irregular and consonant-doubling forms)."""
     table: dict[str, set[str]] = defaultdict(set)
@@ -212,14 +214,14 @@ def match_case(replacement: str, original: str) -> str:
 # ---------------------------------------------------------------- the authors' released code (perturbation=authors)
 
 
-@runtime.cached("alignsim.nltk_stopwords", maxsize=1)
+@cached("alignsim.nltk_stopwords", maxsize=1)
 def nltk_stopwords() -> frozenset[str]:
     """NLTK's English stop words (179, lower case), the list the authors' code filters candidates with."""
     lines = STOPWORDS_FILE.read_text(encoding="utf-8").splitlines()
     return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
-@runtime.cached("alignsim.authors_synonyms")
+@cached("alignsim.authors_synonyms")
 def authors_synonyms(word: str) -> tuple[str, ...]:
     """Synonyms as the authors' ``get_synonyms``: every lemma of every WordNet synset of ``word`` (nltk
     lower-cases it and maps inflections to their lemma; any part of speech, all senses), ``_``/``-`` turned
@@ -239,7 +241,7 @@ def authors_synonyms(word: str) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-@runtime.cached("alignsim.authors_antonyms")
+@cached("alignsim.authors_antonyms")
 def authors_antonyms(word: str) -> tuple[str, ...]:
     """Antonyms as the authors' ``get_antonyms``: the WordNet antonyms of every lemma of every synset of
     ``word`` (so antonyms of its synonyms too), names as WordNet spells them, minus ``word``; sorted."""

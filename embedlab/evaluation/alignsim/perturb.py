@@ -36,11 +36,11 @@ import numpy as np
 
 from embedlab.errors import InputError
 from embedlab.evaluation.alignsim import lexicon
-from embedlab.evaluation.alignsim.items import (PERTURBATIONS, Item, PairItem, PerturbationSet, PerturbedItem, SamplingConfig,
+from embedlab.evaluation.alignsim.items import (Item, PairItem, PerturbationSet, PerturbedItem, SamplingConfig,
                                                 TripletItem)
 from embedlab.evaluation.alignsim.sources import PARAPHRASE_DATASETS, SentencePair, read_dataset
 
-__all__ = ["N_VALUES", "PERTURBATIONS", "PerturbationSet", "SamplingConfig", "build_perturbation_set", "stream_rng",
+__all__ = ["N_VALUES", "build_perturbation_set", "stream_rng",
            "derangement", "replacement_options", "replace_words", "authors_replace_words", "jumble"]
 
 N_VALUES = (1, 2, 3)

@@ -15,7 +15,7 @@ methods (token matching) have no vectors: their own similarity stands in for cos
 
 The criteria themselves are functions (:mod:`embedlab.evaluation.alignsim.criteria`) that return record
 rows and per-item margins; the task stores the margins (for the ε-histograms) in
-``runtime.ArrayStore("alignsim-margins", recomputable=False)`` beside the records (never evicted under the
+``runtime.cache.arrays.ArrayStore("alignsim-margins", recomputable=False)`` beside the records (never evicted under the
 cache budget), so a report can be drawn from reused results too.
 """
 
@@ -29,10 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab import runtime
+from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.atomic import atomic_write_bytes, atomic_write_text
+from embedlab.runtime.cache.hashing import cache_key
+from embedlab.runtime.memo import memo
 from embedlab.errors import InputError
 from embedlab.evaluation.alignsim import criteria, metrics
-from embedlab.evaluation.alignsim.perturb import N_VALUES, PerturbationSet, SamplingConfig, build_perturbation_set
+from embedlab.evaluation.alignsim.items import PerturbationSet, SamplingConfig
+from embedlab.evaluation.alignsim.perturb import N_VALUES, build_perturbation_set
 from embedlab.evaluation.alignsim.sources import ALL_DATASETS, PARAPHRASE_DATASETS, read_dataset
 from embedlab.evaluation.base import Method, Metric, Task
 from embedlab.evaluation.records import Record
@@ -50,7 +54,7 @@ CRITERION_NAMES = {
 }
 MARGIN_SUBSETS = ("c1", "c3") + tuple(f"c5/n={n}" for n in N_VALUES)
 # results, not cache: only the run that scored them can give them again, and later reports draw from them
-_MARGINS = runtime.ArrayStore("alignsim-margins", recomputable=False)
+_MARGINS = ArrayStore("alignsim-margins", recomputable=False)
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ class AlignSimSetup:
     def perturbations(self, dataset: str) -> PerturbationSet:
         """The seeded perturbation set of ``dataset`` with the kinds this run needs (memoised per process)."""
         kinds = self.kinds(dataset)
-        return runtime.memo("alignsim.perturbations", maxsize=8).get(
+        return memo("alignsim.perturbations", maxsize=8).get(
             (dataset, self.sampling, kinds, self.folder), lambda: self._load_or_build(dataset, kinds))
 
     def _load_or_build(self, dataset: str, kinds: frozenset[str]) -> PerturbationSet:
@@ -274,7 +278,7 @@ class AlignSimTask(Task):
         return metrics.alpha(similarities), random_ned, counts
 
     def _margin_key(self, method: Method, subset: str, metric: str) -> str:
-        return runtime.cache_key(method.spec, method.fingerprint, self.dataset, subset, metric, self.settings())
+        return cache_key(method.spec, method.fingerprint, self.dataset, subset, metric, self.settings())
 
     def margins(self, method: Method) -> dict[tuple[str, str, str], np.ndarray]:
         """The stored per-item margins of ``method`` on this dataset, by (dataset, subset, metric)."""
@@ -287,7 +291,7 @@ def stored_margins(spec: str, fingerprint: str, dataset: str, settings: dict) ->
     found = {}
     for subset in MARGIN_SUBSETS:
         for metric in ("sim", "ned"):
-            array = _MARGINS.load(runtime.cache_key(spec, fingerprint, dataset, subset, metric, settings))
+            array = _MARGINS.load(cache_key(spec, fingerprint, dataset, subset, metric, settings))
             if array is not None:
                 found[(dataset, subset, metric)] = array
     return found
@@ -341,10 +345,10 @@ class MethodResult:
             "margins": ["|".join(key) for key in keys],
         }
         path = folder / f"{slug}.json"
-        runtime.atomic_write_text(path, json.dumps(payload, indent=1) + "\n")
+        atomic_write_text(path, json.dumps(payload, indent=1) + "\n")
         arrays = io.BytesIO()
         np.savez(arrays, **{f"m{index}": self.margins[key] for index, key in enumerate(keys)})
-        runtime.atomic_write_bytes(folder / f"{slug}.npz", arrays.getbuffer())
+        atomic_write_bytes(folder / f"{slug}.npz", arrays.getbuffer())
         return path
 
     @classmethod

@@ -12,21 +12,5 @@ Three inputs, all committed in the package so a fresh clone renders the report a
 :func:`render_markdown` and :func:`render_html` write the report (:mod:`.render`, styled by
 ``resources/reproduce_report.css``); :func:`recompute` re-runs plans (:mod:`.recomputing`), and
 :func:`alignsim_epsilon_records` fits ALIGN-SIM's ε grid (:mod:`.epsilon`).
+Nothing is re-exported here: import each name from its module.
 """
-
-from __future__ import annotations
-
-from embedlab.results.reproduce.compare import Row, compare, report_rows
-from embedlab.results.reproduce.epsilon import EPSILON_LARGEST, EPSILON_STEP, alignsim_epsilon_records
-from embedlab.results.reproduce.plans import RECOMPUTE_PLANS, RecomputePlan, plan_for, plans
-from embedlab.results.reproduce.recomputing import recompute, run_plans, store_recomputed
-from embedlab.results.reproduce.render import format_number, render_html, render_markdown, write_report
-from embedlab.results.reproduce.values import (KINDS, PAPER_VALUES, PAPERS, PRINTED_SCALES, RECORD_FIELDS, RECORDS,
-                                               SCALED_UNITS, STATUSES, PaperValue, StoredRecord, convert, needed_keys,
-                                               paper_values, read_records, stored_from, unit_of, write_records)
-
-__all__ = ["Row", "compare", "report_rows", "EPSILON_LARGEST", "EPSILON_STEP", "alignsim_epsilon_records",
-           "RECOMPUTE_PLANS", "RecomputePlan", "plan_for", "plans", "recompute", "run_plans", "store_recomputed",
-           "format_number", "render_html", "render_markdown", "write_report", "KINDS", "PAPER_VALUES", "PAPERS",
-           "PRINTED_SCALES", "RECORD_FIELDS", "RECORDS", "SCALED_UNITS", "STATUSES", "PaperValue", "StoredRecord",
-           "convert", "needed_keys", "paper_values", "read_records", "stored_from", "unit_of", "write_records"]

@@ -31,7 +31,7 @@ def recompute(paper: str, *, expensive: bool = False, methods: Sequence[str] = (
 def run_plans(paper: str, chosen: Sequence[RecomputePlan], *, db=None, log: Callable[[str], None] = print,
               provenance: str) -> dict[tuple, StoredRecord]:
     """Run ``chosen`` plans through the harness; the records the paper values ask for, by key."""
-    from embedlab.evaluation import evaluate, parse_tasks
+    from embedlab.evaluation.harness import evaluate, parse_tasks
     from embedlab.registry import load
     from embedlab.version import code_version
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from embedlab.evaluation.alignsim import lexicon
+from embedlab.evaluation.alignsim.items import SamplingConfig
 from embedlab.evaluation.alignsim.perturb import (
-    SamplingConfig,
     authors_replace_words,
     build_perturbation_set,
     derangement,

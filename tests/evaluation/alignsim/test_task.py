@@ -8,8 +8,8 @@ import pytest
 from alignsim_helpers import JaccardPairwise, RecordingMethod, jaccard, load_minilm
 from sklearn.metrics.pairwise import paired_cosine_distances
 
-from embedlab.evaluation import evaluate, parse_tasks
-from embedlab.evaluation.alignsim.perturb import SamplingConfig
+from embedlab.evaluation.harness import evaluate, parse_tasks
+from embedlab.evaluation.alignsim.items import SamplingConfig
 from embedlab.evaluation.alignsim.task import AlignSimSetup, AlignSimTask, MethodResult
 
 CONFIG = SamplingConfig(seed=0, pairs_per_label=8, sentences=8, triplets=8, afin_pairs=8)
@@ -110,7 +110,8 @@ def test_pairwise_method_uses_its_own_similarity_and_skips_ned(sets, tmp_path, m
 
 
 def test_margins_survive_the_cache_budget_and_missing_ones_are_named_in_a_note(tmp_path, monkeypatch):
-    from embedlab import runtime
+    from embedlab.runtime.cache.budget import clear_cache, evict_to_budget
+    from embedlab.runtime.settings import cache_dir
 
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
     method = JaccardPairwise()
@@ -118,10 +119,10 @@ def test_margins_survive_the_cache_budget_and_missing_ones_are_named_in_a_note(t
     tasks = setup.tasks()
     records = evaluate([method], tasks, log=lambda message: None).records
     assert not [note for note in MethodResult.collect(method, records, tasks).notes if "no ε-histogram" in note]
-    stored = sorted(runtime.cache_dir("alignsim-margins").glob("*.safetensors"))
+    stored = sorted(cache_dir("alignsim-margins").glob("*.safetensors"))
     assert len(stored) == 4  # c1 and c3 on two datasets (similarity only: NED is skipped for a pairwise method)
-    runtime.evict_to_budget(0)  # every recomputable entry goes; the margins are results and stay
-    runtime.clear_cache()
+    evict_to_budget(0)  # every recomputable entry goes; the margins are results and stay
+    clear_cache()
     result = MethodResult.collect(method, records, tasks)
     assert sorted(result.margins) == sorted((d, s, "sim") for d in ("qqp", "mrpc") for s in ("c1", "c3"))
     assert not [note for note in result.notes if "no ε-histogram" in note]
