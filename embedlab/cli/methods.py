@@ -15,7 +15,7 @@ def method_rows() -> list[list[str]]:
     (default or value), description."""
     from embedlab.registry import FAMILIES, PRESETS
     from embedlab.spec import POOLED
-    from embedlab.models import DESCRIPTIONS, available_models
+    from embedlab.models.named import NAMED_MODELS, available_models
 
     rows = []
     for name, family in FAMILIES.items():
@@ -26,8 +26,8 @@ def method_rows() -> list[list[str]]:
             rows.append(["option", f"{name}.{key}", f"{key}={option.default}{choices}", option.help])
     rows += [["preset", name, spec, why] for name, (spec, why) in PRESETS.items()]
     installed = set(available_models())
-    rows += [["model", name, name, description + ("" if name in installed else " [not installed]")]
-             for name, description in DESCRIPTIONS.items()]
+    rows += [["model", name, name, model.description + ("" if name in installed else " [not installed]")]
+             for name, model in NAMED_MODELS.items()]
     return rows
 
 

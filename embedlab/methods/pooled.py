@@ -33,14 +33,16 @@ from embedlab.methods.pooled_options import (AVG_OPTIONS, DISTIL_OPTIONS, MIX_OP
                                              check_for_model)
 from embedlab.methods.precision import check_output, compute_of, output_options
 from embedlab.methods.prompts import ROLE_OPTIONS, prompted_pipeline, role_prompts, user_prompts_digest
-from embedlab.models import LoadedModel, ModelTraits, load_model, model_traits
+from embedlab.models.loading import LoadedModel, ModelTraits, load_model, model_traits
 from embedlab.pooling.aggregation import FlatTokens
 from embedlab.pooling.pipeline import PoolingPipeline, TokenSelection
 from embedlab.pooling.postprocess import Chain, ChainStep, parse_chain, read_safetensors
 from embedlab.pooling.sources import (AvgTokens, ContextualTokens, DistilledTokens, MixedTokens, PromptSetTokens, RandomTokens,
                                      TokenSource, resolve_layers)
 from embedlab.pooling.weights import excluded_vocabulary
-from embedlab.runtime import ArrayStore, atomic_write_bytes, cache_key
+from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.atomic import atomic_write_bytes
+from embedlab.runtime.cache.hashing import cache_key
 from embedlab.spec import POOLED, MethodSpec
 from embedlab.tokens.forward import check_max_tokens
 from embedlab.tokens.templates import get_templates
@@ -137,10 +139,7 @@ class PooledMethod(VectorMethod):
 
     @property
     def dimension(self) -> int:
-        source = self.pipeline.source
-        if isinstance(source, RandomTokens) and source.dim is not None:  # `random:MODEL,dim=N`
-            return source.dim
-        return self.model.hidden_size
+        return self.pipeline.source.width
 
     @property
     def is_fitted(self) -> bool:

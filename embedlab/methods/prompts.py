@@ -16,7 +16,6 @@ import warnings
 
 from embedlab.errors import InputError
 from embedlab.pooling.pipeline import PoolingPipeline
-from embedlab.pooling.sources import ContextualTokens
 from embedlab.spec import MethodSpec, Option
 from embedlab.tokens.templates import Template, role_template
 
@@ -56,7 +55,7 @@ def prompted_pipeline(pipeline: PoolingPipeline, prompt: str, spec: str) -> Pool
     """``pipeline`` with its token source under ``prompt``: a template with [X], or a prefix as
     sentence-transformers takes one."""
     source = pipeline.source
-    if not isinstance(source, ContextualTokens):
+    if not source.templated:
         raise InputError(f"{spec}: prompts need a transformer's contextual token states; this source has none")
     template = Template("prompt", prompt if "[X]" in prompt else f"{prompt}[X]")
     return dataclasses.replace(pipeline, source=dataclasses.replace(source, template=template))

@@ -14,16 +14,16 @@ from embedlab.errors import InputError
 from embedlab.models.checks import check_loaded_model, quiet_load_report
 from embedlab.models.fingerprints import gguf_sha256, model_fingerprint, weight_files, transformer_fingerprint
 from embedlab.models.gguf import check_gguf, convert_gguf, converted_gguf_folder, gguf_header, gguf_in
-from embedlab.models.named import NAMED_MODELS, STATIC_MODELS, ModelNotFoundError, check_installed, unknown_model_message
+from embedlab.models.named import NAMED_MODELS, STATIC_MODELS, ModelNotFoundError, unknown_model_message
 from embedlab.models.precision import COMPUTES, TORCH_DTYPES, fingerprint_suffix, quantize_linear_int8
-from embedlab.runtime import cached
+from embedlab.runtime.memo import cached
 
 
 def resolve_model_path(name: str) -> Path:
     """The local folder of a named model, a folder path, or a cached Hugging Face id."""
     if name in NAMED_MODELS:
         try:
-            return NAMED_MODELS[name]()
+            return NAMED_MODELS[name].locate()
         except ModelNotFoundError as error:
             raise ModelNotFoundError(unknown_model_message(name, str(error))) from error
     if name in STATIC_MODELS:
@@ -71,12 +71,13 @@ def check_model(name: str) -> None:
     Specs are checked when a method is built, so a typo fails at ``embedlab.load`` with the list of
     named models, not minutes later at the first encode. Cheap: no weights are read, nothing unpacked.
     """
-    if name in NAMED_MODELS:
+    named = NAMED_MODELS.get(name)
+    if named is not None:
         try:
-            check_installed(name)
+            named.check_installed()
         except ModelNotFoundError as error:
             raise ModelNotFoundError(unknown_model_message(name, str(error))) from error
-    path = resolve_model_path(name) if name not in NAMED_MODELS or name == "smollm2" else None  # gemma3-270m: joined at load
+    path = resolve_model_path(name) if named is None or named.packaged_gguf else None  # parts are joined at load
     if path is not None and path.is_file() and not (converted_gguf_folder(path) / ".complete").exists():
         check_gguf(path, name)  # header and tensor table only; a converted file was checked before
 

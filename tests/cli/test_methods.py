@@ -17,13 +17,13 @@ def test_methods_as_csv_has_one_row_per_family_option_preset_and_model(capsys):
     import io
 
     from embedlab.registry import FAMILIES, PRESETS
-    from embedlab.models import DESCRIPTIONS
+    from embedlab.models.named import NAMED_MODELS
 
     assert main(["methods", "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     kinds = [row["kind"] for row in rows]
     assert kinds.count("family") == len(FAMILIES) and kinds.count("preset") == len(PRESETS)
-    assert kinds.count("model") == len(DESCRIPTIONS)
+    assert kinds.count("model") == len(NAMED_MODELS)
     assert kinds.count("option") == sum(len(family.options) for family in FAMILIES.values())
     assert {"kind": "option", "name": "pooled.template", "spec": "template=none (none|T0|T1|T2|T3|T4|prompteol|echo|metaeol)",
             "description": FAMILIES["pooled"].options["template"].help} in rows
