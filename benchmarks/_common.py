@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import tempfile
 
-from embedlab.runtime.settings import cache_root, configure
 from embedlab.data.sts import stsb
 from embedlab.models.loading import load_model
+from embedlab.runtime.settings import cache_root, configure
 
 
 def sts_test_pairs(count: int | None = None) -> list[tuple[str, str]]:

@@ -24,8 +24,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _common import fresh_cache
 
 import embedlab
-from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.evaluation.bootstrap import with_interval
+from embedlab.evaluation.harness import evaluate, parse_tasks
 
 
 def _evaluate(spec: str, resamples: int) -> tuple[float, list]:

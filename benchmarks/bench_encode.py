@@ -36,10 +36,10 @@ from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
 import embedlab
-from embedlab.tokens import forward
 from embedlab.data.sts import stsb
 from embedlab.models.loading import resolve_model_path
 from embedlab.models.precision import NATIVE_BF16_FLAGS, cpu_flags, native_bf16
+from embedlab.tokens import forward
 
 BUDGET = {"fp32": (1.0 - 1e-6, 0.0), "bf16": (0.999, 0.002), "int8": (-1.0, 0.005)}  # (min cosine, Spearman drop)
 

@@ -39,9 +39,9 @@ import torch
 from _common import sts_test_sentences
 
 import embedlab
-from embedlab.runtime.settings import cache_root, configure
 from embedlab.models.loading import load_model
 from embedlab.models.precision import COMPUTES
+from embedlab.runtime.settings import cache_root, configure
 
 
 def plain_mean(model, tokenizer, batch: list[str]) -> np.ndarray:

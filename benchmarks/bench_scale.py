@@ -26,9 +26,9 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from embedlab.runtime.settings import cache_budget, cache_root
 from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.models.loading import resolve_model_path
+from embedlab.runtime.settings import cache_budget, cache_root
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ST_ENCODE = """

@@ -36,8 +36,8 @@ import numpy as np
 from _common import fresh_cache
 
 import embedlab
-from embedlab.runtime.settings import token_states_uncached
 from embedlab.data.sts import stsb
+from embedlab.runtime.settings import token_states_uncached
 
 MODEL = "bench"  # the alias requests use
 REQUEST_TIMEOUT_S = 300

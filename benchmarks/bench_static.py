@@ -40,11 +40,11 @@ from _common import fresh_cache
 from model2vec import StaticModel
 
 import embedlab
-from embedlab.runtime.settings import configure
 from embedlab.data.wikitext import wikitext2_sentences
 from embedlab.methods.static_export import export_static
 from embedlab.models.loading import load_model
 from embedlab.models.named import static_model_path
+from embedlab.runtime.settings import configure
 
 
 _RUNS = iter(range(1, 1 << 30))

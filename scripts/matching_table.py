@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 import embedlab
-from embedlab.runtime.settings import configure
 from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.matching.method import MatchingMethod
 from embedlab.methods.base import EmbeddingMethod
+from embedlab.runtime.settings import configure
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -103,8 +103,8 @@ def wikitext_caches(minilm):
     another reason (streaming, token states): those start from these copies instead of re-splitting."""
     import shutil
 
-    from embedlab.runtime.settings import cache_dir
     from embedlab.pooling.weights import reference_token_statistics
+    from embedlab.runtime.settings import cache_dir
 
     reference_token_statistics(minilm.tokenizer)
     folders = [cache_dir("corpus"), cache_dir("reference")]

@@ -3,9 +3,9 @@ import pytest
 import embedlab
 from embedlab.methods.concat import ConcatMethod
 from embedlab.methods.pooled import PooledMethod
-from embedlab.registry import FAMILIES, PRESETS, load, parse
 from embedlab.methods.st import SentenceTransformerMethod
 from embedlab.models.named import NAMED_MODELS, ModelNotFoundError
+from embedlab.registry import FAMILIES, PRESETS, load, parse
 
 
 def test_every_family_is_registered_once():

@@ -16,8 +16,6 @@ import sys
 from pathlib import Path
 
 import embedlab
-from embedlab.runtime.outputs import check_output_file
-from embedlab.runtime.progress import progress_bar, status
 from embedlab.cli.arguments import add_format, add_out, add_quiet, non_negative_int, positive_int
 from embedlab.evaluation.alignsim import metrics
 from embedlab.evaluation.alignsim.items import PERTURBATIONS, SamplingConfig
@@ -26,6 +24,8 @@ from embedlab.evaluation.alignsim.task import CRITERIA, AlignSimSetup, MethodRes
 from embedlab.results.alignsim_report import tables, write_report
 from embedlab.results.database import ResultsDB
 from embedlab.results.tables import format_records
+from embedlab.runtime.outputs import check_output_file
+from embedlab.runtime.progress import progress_bar, status
 
 
 def _int_list(text: str) -> list[int]:

@@ -19,12 +19,12 @@ import sys
 import threading
 import warnings
 
-from embedlab.version import __version__
+from embedlab.cli import alignsim, arguments, cache, compare, embed, evaluate, matching, methods, neural, reproduce, serve, static
+from embedlab.errors import InputError
 from embedlab.runtime.extras import MissingExtraError
 from embedlab.runtime.progress import set_progress
 from embedlab.runtime.settings import debug_requested, forbid_downloads
-from embedlab.cli import alignsim, arguments, cache, compare, embed, evaluate, matching, methods, neural, reproduce, serve, static
-from embedlab.errors import InputError
+from embedlab.version import __version__
 
 COMMAND_GROUPS = (embed, methods, evaluate, compare, neural, matching, alignsim, reproduce, static, serve, cache)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 
+from embedlab.errors import InputError, UnknownNameError
 from embedlab.runtime.cache.budget import cache_kinds, clear_cache
 from embedlab.runtime.settings import CACHE_LAYERS_VARIABLE, CACHE_MAX_VARIABLE, cache_budget, cache_layers, cache_root
-from embedlab.errors import InputError, UnknownNameError
 
 
 def _size(nbytes: int) -> str:

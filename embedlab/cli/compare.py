@@ -28,8 +28,8 @@ def _units(run, db) -> dict:
 
 def run_compare(args: argparse.Namespace) -> int:
     from embedlab.cli.evaluate import load_method
-    from embedlab.evaluation.harness import evaluate, parse_tasks
     from embedlab.evaluation.bootstrap import check_resamples
+    from embedlab.evaluation.harness import evaluate, parse_tasks
     from embedlab.results.comparison import compare_records, format_comparison
     from embedlab.results.database import ResultsDB
     from embedlab.runtime.settings import bootstrap_resamples

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab.runtime.progress import show_progress, status
 from embedlab.cli.arguments import add_out, add_quiet, positive_int
 from embedlab.data import unicode_problem
 from embedlab.data.corpus import FORMATS, Corpus
 from embedlab.engines.parquet_vectors import shard_bytes
 from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES
 from embedlab.runtime.outputs import check_output_file, same_path
+from embedlab.runtime.progress import show_progress, status
 from embedlab.errors import InputError  # a command-line choice that cannot work (output path, option combination)
 from embedlab.runtime.cache.atomic import atomic_write_bytes
 

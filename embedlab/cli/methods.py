@@ -13,9 +13,9 @@ DEMO_PAIRS = 12
 def method_rows() -> list[list[str]]:
     """What can be asked for, one row per family option, preset and named model: kind, name, spec
     (default or value), description."""
+    from embedlab.models.named import NAMED_MODELS, available_models
     from embedlab.registry import FAMILIES, PRESETS
     from embedlab.spec import POOLED
-    from embedlab.models.named import NAMED_MODELS, available_models
 
     rows = []
     for name, family in FAMILIES.items():

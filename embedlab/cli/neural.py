@@ -54,9 +54,9 @@ def add_cli(subparsers) -> None:
 
 def _train_handler(args: argparse.Namespace) -> int:
     from embedlab.neural.head import HeadError
+    from embedlab.runtime.settings import cache_dir
     from embedlab.training.mlm_head import default_head_filename, save_head, train_head
     from embedlab.training.mlm_head_settings import HeadTrainingConfig
-    from embedlab.runtime.settings import cache_dir
 
     config = config_from_arguments(HeadTrainingConfig, args, HEAD_OPTIONS)
     out = args.out or Path(default_head_filename(args.model))

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-from embedlab.runtime.extras import MissingExtraError
-from embedlab.runtime.progress import status
 from embedlab.cli.arguments import non_negative_float, non_negative_int, positive_int
 from embedlab.errors import InputError
+from embedlab.runtime.extras import MissingExtraError
+from embedlab.runtime.progress import status
 from embedlab.runtime.settings import serve_api_key
 
 def _port(text: str) -> int:

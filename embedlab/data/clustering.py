@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledTexts
 from embedlab.data.reading import check_rows, file_lines
+from embedlab.errors import InputError
 from embedlab.runtime.settings import data_path
 
 

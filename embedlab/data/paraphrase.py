@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledPairs
 from embedlab.data.reading import check_rows, file_lines, json_lines, read_text, senteval_text, split_fields
+from embedlab.errors import InputError
 from embedlab.runtime.settings import data_path
 
 

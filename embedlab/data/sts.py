@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab.errors import InputError
 from embedlab.data import DataFormatError
 from embedlab.data.containers import LabelledPairs, ScoredPairs
 from embedlab.data.reading import check_rows, file_lines, parse_number, split_fields
+from embedlab.errors import InputError
 from embedlab.runtime.settings import data_path, data_root
 
 

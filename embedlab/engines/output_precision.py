@@ -15,6 +15,7 @@ A float32 folder of full width keeps the manifest it always had: none of these k
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,51 +25,62 @@ from embedlab.methods.base import VectorMethod
 from embedlab.methods.precision import BINARY_PRECISIONS, SCALAR_PRECISIONS, quantized
 
 
-def output_keys(method: VectorMethod) -> dict[str, object]:
-    """The manifest keys that name a folder's output precision and width (none for float32 of full width)."""
-    precision, truncate_dim = method.output_options()
-    if (precision, truncate_dim) == ("float32", None):
-        return {}
-    return {"precision": precision, "truncate_dim": truncate_dim}
+@dataclass
+class OutputEncoding:
+    """A folder's output stage: the spec's precision and width, and for int8/uint8 the ranges fitted on the
+    whole input (``ranges_``, set by :meth:`fit`). The runner asks it; it asks the method once."""
 
+    spec: str
+    precision: str
+    cut_width: int  # the width of the float32 rows the engines encode: ``truncate_dim``, or the method's
+    truncate_dim: int | None
+    ranges_: np.ndarray | None = field(default=None, repr=False)
 
-def cut_width(method: VectorMethod) -> int:
-    """The width of the float32 rows the engines encode: the spec's ``truncate_dim``, or the method's."""
-    truncate_dim = method.output_options()[1]
-    return truncate_dim if truncate_dim is not None else method.dimension
+    @classmethod
+    def of(cls, method: VectorMethod) -> OutputEncoding:
+        precision, truncate_dim = method.output_options()
+        return cls(method.spec, precision, truncate_dim if truncate_dim is not None else method.dimension, truncate_dim)
 
+    @property
+    def stored_width(self) -> int:
+        """The width of a stored row: the cut width, in bytes for binary."""
+        return self.cut_width // 8 if self.precision in BINARY_PRECISIONS else self.cut_width
 
-def stored_width(method: VectorMethod) -> int:
-    """The width of a stored row: :func:`cut_width`, in bytes for binary."""
-    width = cut_width(method)
-    return width // 8 if method.output_options()[0] in BINARY_PRECISIONS else width
+    def manifest_keys(self) -> dict[str, object]:
+        """The manifest keys that name the folder's precision and width (none for float32 of full width)."""
+        if (self.precision, self.truncate_dim) == ("float32", None):
+            return {}
+        return {"precision": self.precision, "truncate_dim": self.truncate_dim}
 
-
-def fitted_ranges(method: VectorMethod, manifest: dict, corpus: Corpus,
-                  encode_block: Callable[[list[str]], np.ndarray], block_rows: int) -> np.ndarray | None:
-    """int8/uint8's (2, width) ranges over the whole input: read from ``manifest`` when a run stored them,
-    else each dimension's min and max over every text (``encode_block`` gives float32 rows), stored there."""
-    precision, _ = method.output_options()
-    if precision not in SCALAR_PRECISIONS:
-        return None
-    if "ranges" in manifest:
-        ranges = np.asarray(manifest["ranges"], dtype=np.float32)
-        if ranges.shape != (2, stored_width(method)) or not np.isfinite(ranges).all():
-            raise InputError(f"the manifest's int8 ranges have shape {ranges.shape}, expected (2, {stored_width(method)}); "
-                             "rerun with --overwrite to fit and embed again")
-        return ranges
-    low = high = None
-    block: list[str] = []
-    for record in corpus.records():
-        block.append(record.text)
-        if len(block) == block_rows:
+    def fit(self, manifest: dict, corpus: Corpus, encode_block: Callable[[list[str]], np.ndarray], block_rows: int) -> OutputEncoding:
+        """int8/uint8's (2, width) ranges over the whole input: read from ``manifest`` when a run stored them,
+        else each dimension's min and max over every text (``encode_block`` gives float32 rows), stored there.
+        Other precisions fit nothing."""
+        if self.precision not in SCALAR_PRECISIONS:
+            return self
+        if "ranges" in manifest:
+            ranges = np.asarray(manifest["ranges"], dtype=np.float32)
+            if ranges.shape != (2, self.stored_width) or not np.isfinite(ranges).all():
+                raise InputError(f"the manifest's int8 ranges have shape {ranges.shape}, expected (2, {self.stored_width}); "
+                                 "rerun with --overwrite to fit and embed again")
+            self.ranges_ = ranges
+            return self
+        low = high = None
+        block: list[str] = []
+        for record in corpus.records():
+            block.append(record.text)
+            if len(block) == block_rows:
+                low, high = _widened(low, high, encode_block(block))
+                block = []
+        if block:
             low, high = _widened(low, high, encode_block(block))
-            block = []
-    if block:
-        low, high = _widened(low, high, encode_block(block))
-    ranges = np.vstack((low, high)).astype(np.float32)
-    manifest["ranges"] = ranges.tolist()  # float32 → JSON → float32 is exact
-    return ranges
+        self.ranges_ = np.vstack((low, high)).astype(np.float32)
+        manifest["ranges"] = self.ranges_.tolist()  # float32 → JSON → float32 is exact
+        return self
+
+    def encode(self, vectors: np.ndarray) -> np.ndarray:
+        """A shard's float32 rows in the spec's precision (float32 unchanged)."""
+        return quantized(vectors, self.precision, self.ranges_, where=self.spec)
 
 
 def _widened(low: np.ndarray | None, high: np.ndarray | None, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,9 +88,3 @@ def _widened(low: np.ndarray | None, high: np.ndarray | None, rows: np.ndarray) 
     if low is None or high is None:
         return block_low, block_high
     return np.minimum(low, block_low), np.maximum(high, block_high)
-
-
-def stored_vectors(method: VectorMethod, vectors: np.ndarray, ranges: np.ndarray | None) -> np.ndarray:
-    """A shard's float32 rows in the spec's precision (float32 unchanged)."""
-    precision, _ = method.output_options()
-    return quantized(vectors, precision, ranges, where=method.spec)

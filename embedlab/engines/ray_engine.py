@@ -27,13 +27,13 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from embedlab.runtime.memory import keep_large_allocations_apart, release_free_memory
-from embedlab.runtime.progress import progress_bar
-from embedlab.runtime.settings import cache_root, configure, data_root, ray_address, set_token_state_storing
 from embedlab.data.corpus import Corpus
 from embedlab.engines.fitting import load_vector_method
 from embedlab.engines.plan import slice_rows
 from embedlab.methods.base import VectorMethod
+from embedlab.runtime.memory import keep_large_allocations_apart, release_free_memory
+from embedlab.runtime.progress import progress_bar
+from embedlab.runtime.settings import cache_root, configure, data_root, ray_address, set_token_state_storing
 
 def import_ray():
     try:

@@ -21,16 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab.runtime.memory import keep_large_allocations_apart, release_free_memory
-from embedlab.runtime.progress import ProgressBar, progress_bar
-from embedlab.runtime.settings import token_states_uncached
 from embedlab.data.corpus import Corpus, CorpusScan
 from embedlab.engines.fitting import load_vector_method
-from embedlab.engines.output_precision import cut_width, fitted_ranges, output_keys, stored_vectors, stored_width
+from embedlab.engines.output_precision import OutputEncoding
 from embedlab.engines.plan import ShardPlan, read_plan, shard_plans, slice_rows
 from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, LAYOUT_VERSION, OutputFolder, fitted_name, sha256_file
 from embedlab.errors import InputError
 from embedlab.methods.base import VectorMethod
+from embedlab.runtime.memory import keep_large_allocations_apart, release_free_memory
+from embedlab.runtime.progress import ProgressBar, progress_bar
+from embedlab.runtime.settings import token_states_uncached
 from embedlab.version import code_version
 
 
@@ -96,9 +96,10 @@ def embed_corpus(
     folder.check_not_input(None if corpus.stdin else corpus.path)
     folder.check_location()
     method = load_vector_method(spec)
+    output = OutputEncoding.of(method)
     expected = {
         "layout": LAYOUT_VERSION, "spec": method.spec, "method_fingerprint": method.fingerprint, "code_version": code_version(),
-        "shard_size": shard_size, "normalize": normalize, "input": identity, "dimension": stored_width(method), **output_keys(method),
+        "shard_size": shard_size, "normalize": normalize, "input": identity, "dimension": output.stored_width, **output.manifest_keys(),
     }
     scan = corpus.scan(shard_size)
     if scan.count == 0:
@@ -109,11 +110,11 @@ def embed_corpus(
         folder.check_free_space(scan.count, method.dimension)
     folder.create()
     with folder.lock():  # one writer per folder: a second run is refused while this one is alive
-        return _embed_locked(method, corpus, folder, expected, scan, plans, overwrite, engine, batch_size, normalize,
+        return _embed_locked(method, output, corpus, folder, expected, scan, plans, overwrite, engine, batch_size, normalize,
                              progress, address, workers)
 
 
-def _embed_locked(method: VectorMethod, corpus: Corpus, folder: OutputFolder, expected: dict, scan: CorpusScan,
+def _embed_locked(method: VectorMethod, output: OutputEncoding, corpus: Corpus, folder: OutputFolder, expected: dict, scan: CorpusScan,
                   plans: list[ShardPlan], overwrite: bool, engine: str, batch_size: int, normalize: bool,
                   progress: bool | None, address: str | None, workers: int | None) -> EmbedResult:
     """The run proper, while holding the folder's lock: the folder is prepared again (another run may have
@@ -128,8 +129,7 @@ def _embed_locked(method: VectorMethod, corpus: Corpus, folder: OutputFolder, ex
     folder.write_manifest(manifest)  # from here on the folder is this run's, even if killed while fitting
     with token_states_uncached():  # as for the shards: a fit pass is not worth caching token states for
         states = _fitted_states(method, corpus, folder, manifest, batch_size)
-        ranges = fitted_ranges(method, manifest, corpus, lambda texts: _float_rows(method, texts, batch_size, normalize),
-                               slice_rows(scan.count))
+        output.fit(manifest, corpus, lambda texts: _float_rows(method, texts, batch_size, normalize), slice_rows(scan.count))
     folder.write_manifest(manifest)
     done = sum(entry["rows"] for entry in finished.values())
     # texts done, texts/s and ETA on stderr; silent when ``progress`` is False, or None and no one watches
@@ -142,21 +142,20 @@ def _embed_locked(method: VectorMethod, corpus: Corpus, folder: OutputFolder, ex
         else:
             shards = _local_shards(method, corpus, todo, batch_size, normalize, bar, scan.count)
         with contextlib.closing(shards):  # a failed write still shuts down a Ray this run started
-            _write_shards(folder, manifest, shards, method, ranges)
+            _write_shards(folder, manifest, shards, output)
     manifest["complete"] = len(manifest["shards"]) == len(plans)
     folder.write_manifest(manifest)
     return EmbedResult(folder.path, scan.count, method.dimension, len(todo), len(finished))
 
 
 def _write_shards(folder: OutputFolder, manifest: dict, shards: Iterator[tuple[ShardPlan, list[int | str], np.ndarray]],
-                  method: VectorMethod, ranges: np.ndarray | None) -> None:
+                  output: OutputEncoding) -> None:
     """Write each encoded shard atomically in the spec's precision, then list it in the manifest (only
     then is it finished)."""
-    width = cut_width(method)
     for plan, ids, vectors in shards:
-        if vectors.shape != (plan.rows, width):
-            raise ValueError(f"{method.spec}: shard {plan.index} came back with shape {vectors.shape}, expected {(plan.rows, width)}")
-        manifest["shards"].append(folder.write_shard(plan.index, ids, stored_vectors(method, vectors, ranges)))
+        if vectors.shape != (plan.rows, output.cut_width):
+            raise ValueError(f"{output.spec}: shard {plan.index} came back with shape {vectors.shape}, expected {(plan.rows, output.cut_width)}")
+        manifest["shards"].append(folder.write_shard(plan.index, ids, output.encode(vectors)))
         manifest["shards"].sort(key=lambda entry: entry["index"])
         folder.write_manifest(manifest)
 

@@ -32,11 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab.runtime.cache.atomic import atomic_write_bytes, remove_orphan_temporaries
 from embedlab.engines.parquet_vectors import VECTOR_DTYPES, read_shard, shard_bytes
 from embedlab.engines.resume import comparable, difference
-from embedlab.runtime.outputs import same_path
 from embedlab.errors import InputError
+from embedlab.runtime.cache.atomic import atomic_write_bytes, remove_orphan_temporaries
+from embedlab.runtime.outputs import same_path
 
 ENGINES = ("local", "ray")
 DEFAULT_SHARD_SIZE = 10_000

@@ -19,9 +19,9 @@ from typing import ClassVar, Protocol, runtime_checkable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from embedlab.errors import InputError, InputTypeError
 from embedlab.data import DataFormatError
 from embedlab.data.reading import special_file_kind
+from embedlab.errors import InputError, InputTypeError
 from embedlab.evaluation.records import Record, UnitScores
 from embedlab.runtime.cache.hashing import cache_key
 from embedlab.runtime.settings import solver_thread_count

@@ -18,11 +18,9 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from embedlab.runtime.cache.hashing import cache_key
-from embedlab.runtime.progress import progress_bar, status
 from embedlab.errors import InputError
 from embedlab.evaluation.alignsim.task import AlignSimTask
-from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task, as_method, method_identity
+from embedlab.evaluation.base import Method, Metric, Task, as_method, method_identity
 from embedlab.evaluation.bootstrap import check_resamples, with_interval
 from embedlab.evaluation.classification import ClassificationTask
 from embedlab.evaluation.clustering import ClusteringTask
@@ -33,9 +31,11 @@ from embedlab.evaluation.records import Record
 from embedlab.evaluation.retrieval import RetrievalTask
 from embedlab.evaluation.sts import STSTask
 from embedlab.evaluation.triplets import TripletsTask
+from embedlab.runtime.cache.hashing import cache_key
+from embedlab.runtime.progress import progress_bar, status
 from embedlab.runtime.settings import bootstrap_resamples
 
-__all__ = ["Task", "Method", "Metric", "NotApplicableError", "TASKS", "TASK_FAMILIES", "DEFAULT_DATASETS", "QUICK",
+__all__ = ["TASKS", "TASK_FAMILIES", "DEFAULT_DATASETS", "QUICK",
            "parse_tasks", "metric_of", "headline_of", "evaluate", "EvaluationRun"]
 
 # The one list of task families, in the order tables list them. A new task: a module and one line here.

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from embedlab.errors import InputError
+from embedlab.evaluation.base import Method, NotApplicableError, method_identity
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.cache.hashing import cache_key, texts_digest
 from embedlab.runtime.progress import show_progress
-from embedlab.errors import InputError
-from embedlab.evaluation.base import Method, NotApplicableError, method_identity
 
 _STORE = ArrayStore("eval")
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab.version import __version__
 from embedlab.errors import InputError
 from embedlab.matching.bertscore_scoring import PACKAGE_BATCH, plain_weights, resolve_layer, score_sides
 from embedlab.matching.scoring import TextSide
@@ -19,6 +18,7 @@ from embedlab.methods.base import unit_rows
 from embedlab.models.loading import LoadedModel
 from embedlab.runtime.cache.atomic import atomic_write_bytes
 from embedlab.runtime.settings import cache_dir, data_path
+from embedlab.version import __version__
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "bertscore_baselines"
 BASELINE_PAIRS = 5000  # random sentence pairs per baseline (the BERTScore paper used 1M from Common Crawl)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from embedlab.matching.scoring import TextSide, pair_score, token_scores
 from embedlab.runtime.cache.atomic import save_figure
 from embedlab.runtime.extras import pyplot
-from embedlab.matching.scoring import TextSide, pair_score, token_scores
 
 
 @dataclass

@@ -15,9 +15,9 @@ import torch
 
 from embedlab.data import unicode_problem
 from embedlab.errors import InputError, InputTypeError
+from embedlab.methods.precision import BINARY_PRECISIONS, check_output, comparable, output_options, quantized
 from embedlab.models.loading import check_model
 from embedlab.pooling.postprocess import unit_length
-from embedlab.methods.precision import BINARY_PRECISIONS, check_output, comparable, output_options, quantized
 from embedlab.spec import ConcatSpec, FamilySchema, MethodSpec, Option
 
 

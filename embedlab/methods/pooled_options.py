@@ -7,9 +7,9 @@ Each family's option table lists its options in the order its canonical specs li
 from __future__ import annotations
 
 from embedlab.errors import InputError
-from embedlab.models.loading import LoadedModel, ModelTraits
 from embedlab.methods.precision import COMPUTE_OPTIONS, OUTPUT_OPTIONS
 from embedlab.methods.prompts import warn_unusual_pairing
+from embedlab.models.loading import LoadedModel, ModelTraits
 from embedlab.pooling.aggregation import AGGREGATIONS
 from embedlab.pooling.pipeline import WEIGHTINGS
 from embedlab.pooling.postprocess import STEP_NAMES, validate_chain

@@ -30,7 +30,6 @@ import numpy as np
 import torch
 
 from embedlab.errors import InputError
-from embedlab.runtime.progress import progress_bar
 from embedlab.methods.base import Family, VectorMethod
 from embedlab.methods.precision import OUTPUT_OPTIONS
 from embedlab.neural.batched import batched_supported
@@ -43,6 +42,7 @@ from embedlab.neural.tuning import PATHS, embed_texts_variants, embedding_width,
 from embedlab.neural.variants import VARIANTS, shared_run_variants
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.cache.hashing import cache_key
+from embedlab.runtime.progress import progress_bar
 from embedlab.spec import Option, finite_number, whole_number
 
 # Texts micro-tuned per call of the batched path before their embeddings are cached; large enough

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import torch
 
-from embedlab.runtime.memo import memo
 from embedlab.errors import InputError
 from embedlab.models.checks import quiet_load_report as _quiet_transformers
 from embedlab.neural.adapters import AdapterError, HeadLayout, head_layout, supported_message
+from embedlab.runtime.memo import memo
 
 # The head's own tensors (the decoder weight is tied to the word embeddings and not part of the head).
 HEAD_TENSOR_NAMES = (

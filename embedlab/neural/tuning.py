@@ -16,9 +16,9 @@ from dataclasses import replace
 import numpy as np
 
 from embedlab.errors import InputError
+from embedlab.neural.batched import BatchedRun, micro_tune_batched
 from embedlab.runtime.memo import memo
 from embedlab.runtime.memory import release_free_memory
-from embedlab.neural.batched import BatchedRun, micro_tune_batched
 from embedlab.neural.device import (
     group_positions_for,
     is_out_of_memory,

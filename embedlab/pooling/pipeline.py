@@ -39,13 +39,13 @@ from scipy.sparse import csr_matrix
 
 from embedlab.errors import InputError
 from embedlab.models.loading import LoadedModel
-from embedlab.runtime.memory import release_free_memory
-from embedlab.runtime.progress import progress_bar
 from embedlab.pooling import long_texts
 from embedlab.pooling.aggregation import FlatTokens, aggregate, select_tokens, token_weights
 from embedlab.pooling.postprocess import Chain, ChainStep, fit_chain
 from embedlab.pooling.sources import TokenSource, release_layouts, tokenized_already, tokenized_texts
 from embedlab.pooling.weights import idf_from_documents, reference_token_statistics
+from embedlab.runtime.memory import release_free_memory
+from embedlab.runtime.progress import progress_bar
 
 WEIGHTINGS = ("none", "idf-target", "idf-ref")
 # Characters of text pooled per chunk: ≈ 60,000 word pieces, ≈ 90 MB of one layer's float32 states at d = 384.

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab.runtime.cache.atomic import atomic_write_text, save_figure
-from embedlab.runtime.extras import pyplot
 from embedlab.evaluation.alignsim.perturb import N_VALUES
 from embedlab.evaluation.alignsim.task import MethodResult
 from embedlab.results.reproduce.values import paper_values
 from embedlab.results.tables import render
+from embedlab.runtime.cache.atomic import atomic_write_text, save_figure
+from embedlab.runtime.extras import pyplot
 
 DATASET_TITLES = {"qqp": "QQP", "paws": "PAWS-Wiki", "mrpc": "MRPC", "afin": "AFIN"}
 PAPER_LABEL = "paper SBERT"

@@ -30,9 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from embedlab.errors import InputError, InputTypeError
-from embedlab.runtime.settings import results_path
 from embedlab.evaluation.records import CI_KEYS, RECORD_KEYS, Record, UnitScores
 from embedlab.results import units as unit_store
+from embedlab.runtime.settings import results_path
 from embedlab.version import code_version
 
 DEFAULT_FILE = "embedlab_results.sqlite"

@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from embedlab.runtime.cache.atomic import atomic_write_text
-from embedlab.runtime.extras import pyplot
-from embedlab.evaluation.harness import TASK_FAMILIES, metric_of
 from embedlab.evaluation.base import UNITS
+from embedlab.evaluation.harness import TASK_FAMILIES, metric_of
 from embedlab.evaluation.records import Record
 from embedlab.results.figures import img_tag, png_base64
 from embedlab.results.retrieval_report import retrieval_section
 from embedlab.results.summaries import headline_records
 from embedlab.results.tables import format_value, methods_of, pivot, pivot_cells
+from embedlab.runtime.cache.atomic import atomic_write_text
+from embedlab.runtime.extras import pyplot
 
 # Tableau 10, then its lighter half: distinct for up to 20 methods, then repeated.
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",

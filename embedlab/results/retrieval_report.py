@@ -11,9 +11,9 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from embedlab.runtime.extras import pyplot
 from embedlab.evaluation.records import Record
 from embedlab.results.figures import img_tag, png_base64
+from embedlab.runtime.extras import pyplot
 
 CURVE_MEASURES = ("ndcg", "recall")
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from embedlab.errors import InputError
 from embedlab.data.sentences import chunk_token_ids
+from embedlab.errors import InputError
 from embedlab.models.loading import LoadedModel
 from embedlab.runtime.progress import progress_bar
 from embedlab.runtime.streams import ordered_map, stream_count

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import torch
 
-from embedlab.runtime.progress import progress_bar
 from embedlab.data.wikitext import wikitext2_paragraphs
 from embedlab.neural.head import HeadError, IGNORE_LABEL, MaskedLM, load_masked_lm, untrained_head_tensors
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.cache.atomic import atomic_write_bytes
 from embedlab.runtime.cache.hashing import cache_key
+from embedlab.runtime.progress import progress_bar
 from embedlab.training.mlm_head_settings import HeadTrainingConfig
 
 HEAD_TENSOR_FIELDS = {  # the head file's tensor names -> HeadModule's parameter names

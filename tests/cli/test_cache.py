@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from embedlab.runtime.cache.budget import cache_size
 from embedlab.cli.app import main
 from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.budget import cache_size
 from embedlab.tokens.store import TokenStateStore
 
 

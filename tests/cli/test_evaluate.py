@@ -13,8 +13,8 @@ from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture
 from embedlab.cli import evaluate as cli_eval
 from embedlab.cli.app import main
 from embedlab.evaluation.harness import evaluate, parse_tasks
-from embedlab.results.tables import RECORD_COLUMNS
 from embedlab.results.database import ResultsDB
+from embedlab.results.tables import RECORD_COLUMNS
 
 
 def _run(argv: list[str]) -> int:

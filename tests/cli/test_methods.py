@@ -16,8 +16,8 @@ def test_methods_as_csv_has_one_row_per_family_option_preset_and_model(capsys):
     import csv
     import io
 
-    from embedlab.registry import FAMILIES, PRESETS
     from embedlab.models.named import NAMED_MODELS
+    from embedlab.registry import FAMILIES, PRESETS
 
     assert main(["methods", "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))

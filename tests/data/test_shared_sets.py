@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedlab.runtime.settings import data_path
 from embedlab.data import DataFormatError, clustering, paraphrase, senteval, sts, summeval
+from embedlab.runtime.settings import data_path
 
 
 def test_sts_years_skip_unscored_pairs() -> None:

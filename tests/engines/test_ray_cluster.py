@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedlab.runtime.memo import clear
 from embedlab.engines.runner import embed_corpus
 from embedlab.engines.shards import read_shards
+from embedlab.runtime.memo import clear
 from ray_helpers import own_encoder_actors
 import preloaded  # tests/preloaded.py: the driver forked from a preloaded Python
 

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab.runtime.memo import clear
 from embedlab.engines.runner import embed_corpus
 from embedlab.engines.shards import read_shards
+from embedlab.runtime.memo import clear
 from ray_helpers import own_encoder_actors, still_running
 
 ray = pytest.importorskip("ray")

@@ -9,8 +9,8 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 import embedlab
-from embedlab.evaluation.harness import evaluate
 from embedlab.evaluation.base import OwnModel, as_method
+from embedlab.evaluation.harness import evaluate
 from embedlab.evaluation.sts import STSTask
 from embedlab.models.loading import resolve_model_path
 
@@ -52,8 +52,8 @@ def test_a_sentence_transformer_evaluates_like_st_minilm(tmp_path: Path) -> None
 
 
 def test_every_declared_metric_has_a_unit_and_shares_are_fractions() -> None:
-    from embedlab.evaluation.harness import TASKS
     from embedlab.evaluation.base import UNITS, Metric
+    from embedlab.evaluation.harness import TASKS
 
     for task in TASKS:
         for name, metric in task.metrics.items():

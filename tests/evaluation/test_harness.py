@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from fakes import FakeMethod, isolated_eval_cache, scored_pairs_file  # noqa: F401 (autouse fixture)
 
-from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.evaluation.bootstrap import point
+from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.evaluation.records import Record
 from embedlab.results.database import ResultsDB
 

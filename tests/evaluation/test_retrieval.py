@@ -10,8 +10,8 @@ import pytrec_eval
 from fakes import FakeMethod, isolated_eval_cache  # noqa: F401 (autouse fixture)
 
 from embedlab.errors import InputError
-from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.evaluation.base import NotApplicableError
+from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.results.database import ResultsDB
 
 ROOT_HALF = np.float32(1 / np.sqrt(2))

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from fakes import FakeMethod
 
-from embedlab.evaluation.base import UNDECLARED, Task
-from embedlab.evaluation.harness import DEFAULT_DATASETS, TASKS, TASK_FAMILIES, headline_of, metric_of, parse_tasks
 from embedlab.evaluation.alignsim.items import SamplingConfig
 from embedlab.evaluation.alignsim.task import AlignSimSetup
+from embedlab.evaluation.base import UNDECLARED, Task
 from embedlab.evaluation.classification import ClassificationTask
 from embedlab.evaluation.clustering import ClusteringTask
+from embedlab.evaluation.harness import DEFAULT_DATASETS, TASKS, TASK_FAMILIES, headline_of, metric_of, parse_tasks
 
 
 def _small_tasks(folder: Path) -> dict[str, list[Task]]:

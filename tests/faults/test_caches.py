@@ -27,11 +27,11 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab.runtime.memo import clear
-from embedlab.runtime.settings import cache_dir
 from embedlab.evaluation import scoring
 from embedlab.results.database import ResultsDB
 from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.memo import clear
+from embedlab.runtime.settings import cache_dir
 from embedlab.tokens.packs import PackStore
 from embedlab.tokens.store import TokenStateStore
 import preloaded  # tests/preloaded.py: child processes forked from a preloaded Python
@@ -427,8 +427,8 @@ CONCURRENT = textwrap.dedent("""
     import sys
     import numpy as np
     from embedlab.models.loading import load_model
-    from embedlab.tokens.store import TokenStateStore
     from embedlab.runtime.cache.arrays import ArrayStore
+    from embedlab.tokens.store import TokenStateStore
     texts = sys.argv[1:]
     states = TokenStateStore(load_model("minilm")).compute(texts)
     for key in range(20):

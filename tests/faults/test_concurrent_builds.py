@@ -40,9 +40,9 @@ CHILD = textwrap.dedent("""
     import numpy as np
     from embedlab.models import named
     from embedlab.models.loading import resolve_model_path
+    from embedlab.pooling import weights
     from embedlab.runtime.cache import atomic
     from embedlab.runtime.cache.arrays import ArrayStore
-    from embedlab.pooling import weights
 
     role, what = sys.argv[1], sys.argv[2]
 

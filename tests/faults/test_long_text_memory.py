@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab.runtime.settings import token_states_uncached
 from embedlab.pooling import long_texts
+from embedlab.runtime.settings import token_states_uncached
 from embedlab.tokens import store
 
 

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from embedlab.runtime.extras import MissingExtraError
-from embedlab.runtime.memo import clear
 from embedlab.cli.app import main
 from embedlab.evaluation.records import Record
 from embedlab.results.database import ResultsDB
+from embedlab.runtime.extras import MissingExtraError
+from embedlab.runtime.memo import clear
 
 
 @pytest.fixture()

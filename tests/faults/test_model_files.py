@@ -15,12 +15,12 @@ import torch
 from safetensors.numpy import load_file, save_file
 
 from decoder_helpers import tiny_gguf, tiny_tokenizer
-from embedlab.runtime.cache.budget import clear_cache
-from embedlab.runtime.memo import clear
 from embedlab.models.checks import ModelFileError
 from embedlab.models.gguf import convert_gguf, converted_gguf_folder
 from embedlab.models.loading import load_model
 from embedlab.pooling.static_folders import StaticModelError, load_static_model
+from embedlab.runtime.cache.budget import clear_cache
+from embedlab.runtime.memo import clear
 
 pytest.importorskip("gguf")
 pytest.importorskip("accelerate")

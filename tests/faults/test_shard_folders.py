@@ -15,9 +15,9 @@ import sys
 import numpy as np
 import pytest
 
+from embedlab.engines import shards as shard_module
 from embedlab.engines.runner import embed_corpus
 from embedlab.engines.shards import OutputFolderError, read_shards
-from embedlab.engines import shards as shard_module
 import preloaded  # tests/preloaded.py: child processes forked from a preloaded Python
 
 LOCK_NAME = getattr(shard_module, "LOCK_NAME", ".embedlab.lock")
@@ -114,7 +114,7 @@ def test_a_folder_another_live_run_writes_is_refused(tmp_path, texts_file, isola
 def test_two_runs_started_together_into_one_folder(tmp_path, texts_file, isolated_cache):
     """Two processes, different specs, one new folder: at most one succeeds and the folder holds its vectors."""
     out = tmp_path / "out"
-    script = ("import sys\nfrom embedlab.engines import embed_corpus\n"
+    script = ("import sys\nfrom embedlab.engines.runner import embed_corpus\n"
               "try:\n    embed_corpus(sys.argv[1], sys.argv[2], sys.argv[3], shard_size=2, progress=False)\n"
               "except ValueError as error:\n    print('refused:', error); sys.exit(3)\n")
     runs = [preloaded.Popen([sys.executable, "-c", script, spec, str(texts_file), str(out)], stdout=subprocess.PIPE, text=True)

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import embedlab
-from embedlab.runtime.memo import clear
 from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.models.fingerprints import model_fingerprint
 from embedlab.models.loading import resolve_model_path
 from embedlab.results.database import ResultsDB
+from embedlab.runtime.memo import clear
 
 
 @pytest.fixture

@@ -74,7 +74,7 @@ def test_a_pipe_or_device_as_a_dataset_file_is_refused_with_the_reason(tmp_path,
 def test_process_substitution_as_a_dataset_is_refused_not_drained(tmp_path):
     # bash's <(…) hands the program /dev/fd/N, a pipe: the run must refuse it, not report "no scored pairs"
     rows = "\n".join(GOOD)
-    script = ("from embedlab.evaluation import parse_tasks; import sys; "
+    script = ("from embedlab.evaluation.harness import parse_tasks; import sys; "
               "parse_tasks(f'sts:@{sys.argv[1]}')")
     result = subprocess.run(["bash", "-c", f'"{sys.executable}" -c "{script}" <(printf "%s\\n" "$ROWS")'],
                             capture_output=True, text=True, env={**os.environ, "ROWS": rows}, timeout=120)

@@ -5,8 +5,8 @@ from sentence_transformers import SentenceTransformer
 import embedlab
 from embedlab.methods import pooled
 from embedlab.methods.pooled import PooledMethod
-from embedlab.registry import parse
 from embedlab.models.loading import load_model, resolve_model_path
+from embedlab.registry import parse
 
 
 def test_minilm_equals_sentence_transformers(sts_sentences):

@@ -5,8 +5,8 @@ import warnings
 import pytest
 import torch
 
-from embedlab.models.loading import load_model
 from embedlab.models import precision
+from embedlab.models.loading import load_model
 from tests.conformance.tiny_models import build_tiny
 
 

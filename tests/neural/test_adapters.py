@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from embedlab.runtime.memo import clear
 from embedlab.neural.adapters import AdapterError, head_layout
-from embedlab.neural.top import BatchedTop
 from embedlab.neural.head import HeadError, load_masked_lm
+from embedlab.neural.top import BatchedTop
+from embedlab.runtime.memo import clear
 from conformance.tiny_models import VOCAB, build_tiny, save_tiny_tokenizer
 
 

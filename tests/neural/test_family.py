@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from embedlab.neural.family import NEURAL_OPTIONS, NeuralEmbedder
-from embedlab.neural.tuning import embed_texts
 from embedlab.neural.inputs import BLUEPRINTS
 from embedlab.neural.options import NeuralOptions, block_vectors, resolve_parameter_names
+from embedlab.neural.tuning import embed_texts
 from embedlab.neural.variants import VARIANTS
 from embedlab.runtime.cache.arrays import ArrayStore
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 from mlm_helpers import tiny_bert
 
-from embedlab.runtime.memo import clear
 from embedlab.neural import head as mlm_head
 from embedlab.neural.head import HEAD_TENSOR_NAMES, HeadError, load_masked_lm, read_head_file
+from embedlab.runtime.memo import clear
 
 
 @pytest.fixture(autouse=True)

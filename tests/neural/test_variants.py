@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from embedlab.neural.tuning import embed_texts
 from embedlab.neural.options import NeuralOptions, block_vectors, resolve_parameter_names
+from embedlab.neural.tuning import embed_texts
 from embedlab.neural.variants import VARIANTS, shared_run_variants, weight_change_embedding
 
 

@@ -66,8 +66,8 @@ def test_streamed_pooling_equals_one_pass(spec, sts_sentences, tmp_path, wikitex
     """Chunks of a few texts equal one pass over the same token states (idf^T, the fitted chain, a template
     and a long text's model inputs all take part); the method streams the same way. From an empty cache
     the streamed run feeds the model other batches, which moves token states by float rounding only."""
-    from embedlab.runtime.settings import configure
     from embedlab.pooling.pipeline import stream_chunks
+    from embedlab.runtime.settings import configure
 
     texts = sts_sentences[:25] + [_long_text()] + sts_sentences[25:40]
     assert len(list(stream_chunks(texts, 120))) >= 8

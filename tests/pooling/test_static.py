@@ -3,9 +3,9 @@ import pytest
 import torch
 
 import embedlab
-from embedlab.runtime.memo import clear
 from embedlab.pooling import sources, static
 from embedlab.pooling.static import context_averaged_tables, isolated_token_states, random_token_table
+from embedlab.runtime.memo import clear
 from embedlab.tokens.store import TokenStateStore
 
 CORPUS = ["The cat sat on the mat.", "A dog sat on the cat.", "The mat was red and the dog was brown."]

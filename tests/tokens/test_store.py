@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from embedlab.tokens.templates import get_template
 from embedlab.tokens.entry import TokenStates
 from embedlab.tokens.store import TokenStateStore
+from embedlab.tokens.templates import get_template
 
 
 def test_every_layer_is_stored_with_the_right_meaning(minilm, isolated_cache):

@@ -8,8 +8,8 @@ import pytest
 import torch
 from mlm_helpers import tiny_bert
 
-from embedlab.runtime.memo import clear
 from embedlab.neural.head import HEAD_TENSOR_NAMES, IGNORE_LABEL, load_masked_lm, read_head_file
+from embedlab.runtime.memo import clear
 from embedlab.training.mlm_head import mask_blocks, masked_features, train_head
 from embedlab.training.mlm_head_settings import HeadTrainingConfig
 

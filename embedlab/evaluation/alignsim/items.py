@@ -7,8 +7,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from embedlab.runtime.cache.atomic import atomic_write_text
 from embedlab.errors import InputError
+from embedlab.runtime.cache.atomic import atomic_write_text
 
 PERTURBATIONS = ("ours", "authors")  # word replacement as the paper's text says / as the authors' code does
 FORMAT_VERSION = 1

@@ -22,10 +22,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from embedlab.errors import InputError
 from embedlab.runtime.extras import MissingExtraError
 from embedlab.runtime.memo import cached
 from embedlab.runtime.progress import progress_bar
-from embedlab.errors import InputError
 from embedlab.runtime.settings import data_path
 
 # spaCy coarse tags we perturb, mapped to WordNet's part-of-speech letters.

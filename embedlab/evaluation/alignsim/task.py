@@ -29,10 +29,6 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab.runtime.cache.arrays import ArrayStore
-from embedlab.runtime.cache.atomic import atomic_write_bytes, atomic_write_text
-from embedlab.runtime.cache.hashing import cache_key
-from embedlab.runtime.memo import memo
 from embedlab.errors import InputError
 from embedlab.evaluation.alignsim import criteria, metrics
 from embedlab.evaluation.alignsim.items import PerturbationSet, SamplingConfig
@@ -41,6 +37,10 @@ from embedlab.evaluation.alignsim.sources import ALL_DATASETS, PARAPHRASE_DATASE
 from embedlab.evaluation.base import Method, Metric, Task
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.scoring import PairScorer
+from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.atomic import atomic_write_bytes, atomic_write_text
+from embedlab.runtime.cache.hashing import cache_key
+from embedlab.runtime.memo import memo
 
 TASK = "alignsim"
 ADJUSTMENT = "all"  # the pseudo-dataset of the α / β adjustment records

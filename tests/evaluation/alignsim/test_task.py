@@ -8,9 +8,9 @@ import pytest
 from alignsim_helpers import JaccardPairwise, RecordingMethod, jaccard, load_minilm
 from sklearn.metrics.pairwise import paired_cosine_distances
 
-from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.evaluation.alignsim.items import SamplingConfig
 from embedlab.evaluation.alignsim.task import AlignSimSetup, AlignSimTask, MethodResult
+from embedlab.evaluation.harness import evaluate, parse_tasks
 
 CONFIG = SamplingConfig(seed=0, pairs_per_label=8, sentences=8, triplets=8, afin_pairs=8)
 SETUP = AlignSimSetup(sampling=CONFIG)
