@@ -49,6 +49,7 @@ from embedlab.methods.precision import COMPUTE_OPTIONS
 from embedlab.models.loading import LoadedModel
 from embedlab.pooling.aggregation import FlatTokens, select_tokens
 from embedlab.pooling.weights import reference_token_statistics
+from embedlab.runtime.cache.arrays import sorted_header
 from embedlab.runtime.cache.atomic import atomic_write_bytes
 from embedlab.runtime.settings import cache_dir
 from embedlab.spec import MethodSpec, Option, SpecError, build_spec
@@ -98,7 +99,7 @@ def learned_weights_path(model: LoadedModel) -> Path:
 def write_weights(out: Path, weights: np.ndarray, fingerprint: str, record: dict) -> None:
     """``out`` (safetensors ``weights``, the model fingerprint in its metadata) and ``out``'s JSON record."""
     metadata = {"model_fingerprint": fingerprint, "config": json.dumps(record.get("config", {}), sort_keys=True)}
-    atomic_write_bytes(out, save_numpy({"weights": np.asarray(weights, dtype=np.float32)}, metadata=metadata))
+    atomic_write_bytes(out, sorted_header(save_numpy({"weights": np.asarray(weights, dtype=np.float32)}, metadata=metadata)))
     atomic_write_bytes(out.with_suffix(".json"), (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
 
 

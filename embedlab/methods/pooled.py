@@ -40,7 +40,7 @@ from embedlab.pooling.postprocess import Chain, ChainStep, parse_chain, read_saf
 from embedlab.pooling.sources import (AvgTokens, ContextualTokens, DistilledTokens, MixedTokens, PromptSetTokens, RandomTokens,
                                      TokenSource, resolve_layers)
 from embedlab.pooling.weights import excluded_vocabulary
-from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.arrays import ArrayStore, sorted_header
 from embedlab.runtime.cache.atomic import atomic_write_bytes
 from embedlab.runtime.cache.hashing import cache_key
 from embedlab.spec import POOLED, MethodSpec
@@ -247,7 +247,7 @@ class PooledMethod(VectorMethod):
             raise RuntimeError(f"{self.spec}: nothing to save, call fit(texts) first")
         tensors, metadata = self._fitted_tensors()
         metadata.update(spec=self.spec, fingerprint=self.model.fingerprint)
-        return [safetensors_save(tensors, metadata=metadata)]
+        return [sorted_header(safetensors_save(tensors, metadata=metadata))]
 
     def save_fitted(self, path: str) -> None:
         atomic_write_bytes(Path(path), self.fitted_state()[0])

@@ -21,6 +21,7 @@ from safetensors.numpy import load_file
 from safetensors.numpy import save as safetensors_save
 
 from embedlab.errors import InputError
+from embedlab.runtime.cache.arrays import sorted_header
 from embedlab.runtime.cache.atomic import atomic_write_bytes
 
 if TYPE_CHECKING:
@@ -343,7 +344,7 @@ class Chain:
 
     def save(self, path: str | Path) -> None:
         tensors, metadata = self.to_tensors()
-        atomic_write_bytes(Path(path), safetensors_save(tensors, metadata=metadata))
+        atomic_write_bytes(Path(path), sorted_header(safetensors_save(tensors, metadata=metadata)))
 
     @classmethod
     def load(cls, path: str | Path) -> Chain:

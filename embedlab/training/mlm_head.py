@@ -28,7 +28,7 @@ import torch
 
 from embedlab.data.wikitext import wikitext2_paragraphs
 from embedlab.neural.head import HeadError, IGNORE_LABEL, MaskedLM, load_masked_lm, untrained_head_tensors
-from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.arrays import ArrayStore, sorted_header
 from embedlab.runtime.cache.atomic import atomic_write_bytes
 from embedlab.runtime.cache.hashing import cache_key
 from embedlab.runtime.progress import progress_bar
@@ -170,7 +170,7 @@ def _write_checkpoint(path: Path, head: HeadModule, optimizer: torch.optim.AdamW
         payload[f"adam.{name}.exp_avg"] = adam["exp_avg"].detach().clone().contiguous()
         payload[f"adam.{name}.exp_avg_sq"] = adam["exp_avg_sq"].detach().clone().contiguous()
     metadata = {"config": config.as_json(), "epoch": str(epoch), "history": json.dumps(history)}
-    atomic_write_bytes(path, save(payload, metadata=metadata))
+    atomic_write_bytes(path, sorted_header(save(payload, metadata=metadata)))
 
 
 def _restore_checkpoint(path: Path, head: HeadModule, optimizer: torch.optim.AdamW, config: HeadTrainingConfig) -> tuple[int, list[dict]]:
@@ -317,7 +317,7 @@ def save_head(result: HeadTrainingResult, out: Path) -> None:
     """Write the head (safetensors, metadata inside) and a JSON sidecar saying how it was made."""
     from safetensors.torch import save
 
-    atomic_write_bytes(out, save(result.tensors, metadata=result.metadata))
+    atomic_write_bytes(out, sorted_header(save(result.tensors, metadata=result.metadata)))
     sidecar = dict(result.metadata)
     sidecar["config"] = json.loads(result.metadata["config"])
     sidecar["history"] = result.history

@@ -16,6 +16,19 @@ from embedlab.runtime.cache.locks import building
 from embedlab.runtime.settings import cache_dir, cache_root
 
 
+def sorted_header(payload: bytes) -> bytes:
+    """``payload`` (a safetensors file's bytes) with its JSON header's keys in sorted order, so that the same
+    tensors and metadata give the same bytes: the library writes its metadata map in an order that changes
+    from one call to the next. The header keeps its length (the same keys, the same compact JSON), so the
+    tensors' offsets and bytes are untouched."""
+    length = int.from_bytes(payload[:8], "little")
+    header = json.loads(payload[8 : 8 + length])
+    ordered = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(ordered) > length:
+        raise ValueError(f"a safetensors header re-written in sorted order grew from {length} to {len(ordered)} bytes")
+    return payload[:8] + ordered.ljust(length) + payload[8 + length :]
+
+
 class ArrayStore:
     """Named float/int arrays on disk under ``cache_dir(kind)``, one safetensors file per key.
 
@@ -73,7 +86,7 @@ class ArrayStore:
 
         array = np.ascontiguousarray(array)
         metadata = {"key": key, "sha256": array_digest(array)}
-        payload = safetensors_save({"array": array}, metadata=metadata)
+        payload = sorted_header(safetensors_save({"array": array}, metadata=metadata))
         try:
             atomic_write_bytes(self.path(key), payload)
         except OSError as error:
