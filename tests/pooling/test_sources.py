@@ -71,6 +71,18 @@ def test_random_tokens_look_up_the_seeded_table(minilm):
     np.testing.assert_array_equal(matrix, table[flat.token_ids])
 
 
+def test_each_source_answers_its_width_and_whether_it_takes_a_template(minilm):
+    """The pooled method's dimension and a prompt ask the source, never its class: the width is that of the
+    vectors it gives, and only contextual states run through a template a prompt may replace."""
+    contextual = ContextualTokens(minilm, (6,))
+    narrow, full = RandomTokens(minilm, seed=1, std=1.0, dim=48), RandomTokens(minilm, seed=1, std=1.0)
+    mixed = MixedTokens(contextual, full, 0.5)
+    for source in (contextual, narrow, full, mixed):
+        assert source.token_vectors(["the cat sat"], 32, False)[1].shape[1] == source.width
+    assert (contextual.width, narrow.width, mixed.width) == (minilm.hidden_size, 48, minilm.hidden_size)
+    assert contextual.templated and not narrow.templated and not mixed.templated
+
+
 class _ConstantTokens(StaticTokens):
     """A static source whose every token vector is ``value`` (any static table mixes the same way)."""
 
