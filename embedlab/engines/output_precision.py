@@ -14,12 +14,11 @@ A float32 folder of full width keeps the manifest it always had: none of these k
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from embedlab.data.corpus import Corpus
 from embedlab.errors import InputError
 from embedlab.methods.base import VectorMethod
 from embedlab.methods.precision import BINARY_PRECISIONS, SCALAR_PRECISIONS, quantized
@@ -52,10 +51,10 @@ class OutputEncoding:
             return {}
         return {"precision": self.precision, "truncate_dim": self.truncate_dim}
 
-    def fit(self, manifest: dict, corpus: Corpus, encode_block: Callable[[list[str]], np.ndarray], block_rows: int) -> OutputEncoding:
+    def fit(self, manifest: dict, blocks: Iterable[np.ndarray]) -> OutputEncoding:
         """int8/uint8's (2, width) ranges over the whole input: read from ``manifest`` when a run stored them,
-        else each dimension's min and max over every text (``encode_block`` gives float32 rows), stored there.
-        Other precisions fit nothing."""
+        else each dimension's min and max over the float32 rows of every block (a lazy iterable, drawn only
+        here), stored there. Other precisions fit nothing."""
         if self.precision not in SCALAR_PRECISIONS:
             return self
         if "ranges" in manifest:
@@ -66,14 +65,10 @@ class OutputEncoding:
             self.ranges_ = ranges
             return self
         low = high = None
-        block: list[str] = []
-        for record in corpus.records():
-            block.append(record.text)
-            if len(block) == block_rows:
-                low, high = _widened(low, high, encode_block(block))
-                block = []
-        if block:
-            low, high = _widened(low, high, encode_block(block))
+        for rows in blocks:
+            low, high = _widened(low, high, rows)
+        if low is None or high is None:
+            raise InputError(f"{self.spec}: no texts to fit precision={self.precision}'s ranges on")
         self.ranges_ = np.vstack((low, high)).astype(np.float32)
         manifest["ranges"] = self.ranges_.tolist()  # float32 → JSON → float32 is exact
         return self

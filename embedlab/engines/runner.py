@@ -50,6 +50,18 @@ def _float_rows(method: VectorMethod, texts: list[str], batch_size: int, normali
     return method.encode(texts, batch_size=batch_size, show_progress_bar=False, normalize_embeddings=normalize, precision="float32")
 
 
+def _text_blocks(corpus: Corpus, rows: int) -> Iterator[list[str]]:
+    """The input's texts in blocks of ``rows``, streamed."""
+    block: list[str] = []
+    for record in corpus.records():
+        block.append(record.text)
+        if len(block) == rows:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
 def _local_shards(method: VectorMethod, corpus: Corpus, plans: list[ShardPlan], batch_size: int, normalize: bool,
                   bar: ProgressBar, total: int) -> Iterator[tuple[ShardPlan, list[int | str], np.ndarray]]:
     rows = slice_rows(total)  # from the whole corpus, not what is left: a resumed run encodes the same slices
@@ -129,7 +141,7 @@ def _embed_locked(method: VectorMethod, output: OutputEncoding, corpus: Corpus, 
     folder.write_manifest(manifest)  # from here on the folder is this run's, even if killed while fitting
     with token_states_uncached():  # as for the shards: a fit pass is not worth caching token states for
         states = _fitted_states(method, corpus, folder, manifest, batch_size)
-        output.fit(manifest, corpus, lambda texts: _float_rows(method, texts, batch_size, normalize), slice_rows(scan.count))
+        output.fit(manifest, (_float_rows(method, texts, batch_size, normalize) for texts in _text_blocks(corpus, slice_rows(scan.count))))
     folder.write_manifest(manifest)
     done = sum(entry["rows"] for entry in finished.values())
     # texts done, texts/s and ETA on stderr; silent when ``progress`` is False, or None and no one watches
