@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -116,6 +117,7 @@ def _module_level_imports(statements: list[ast.stmt]) -> list[ast.Import | ast.I
     return found
 
 
+@functools.cache  # each file is parsed once for all the checks (the trees are only read)
 def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), str(path))
 
@@ -205,12 +207,13 @@ def test_a_type_checking_import_is_an_arrow_and_nothing_imports_the_package_root
     assert not _allows("matching", "embedlab") and not _allows("engines", "embedlab") and _allows("cli", "embedlab")
 
 
-def _top_level_names(tree: ast.Module) -> tuple[set[str], dict[str, str]]:
+@functools.cache
+def _top_level_names(path: Path) -> tuple[set[str], dict[str, str]]:
     """What a module defines at its top level (``if``/``try`` blocks included), and what it imports there
     (name → the module it comes from)."""
     defined: set[str] = set()
     imported: dict[str, str] = {}
-    statements = list(tree.body)
+    statements = list(_tree(path).body)
     while statements:
         node = statements.pop()
         if isinstance(node, (ast.If, ast.Try)):
@@ -238,7 +241,7 @@ def _passed_on(importer: ast.ImportFrom) -> list[str]:
     source = MODULES.get(importer.module)
     if source is None:
         return []
-    defined, imported = _top_level_names(_tree(source))
+    defined, imported = _top_level_names(source)
     folder = source.parent if source.name == "__init__.py" else None
     found = []
     for alias in importer.names:
