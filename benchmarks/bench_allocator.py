@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scale import ST_ENCODE, corpus_file, measured  # noqa: E402
 
-from embedlab.models.loading import resolve_model_path# noqa: E402
+from embedlab.models.loading import resolve_model_path  # noqa: E402
 from embedlab.runtime.memo import clear  # noqa: E402
 
 # The child sets the threshold by replacing the function's default before the CLI runs, so the code path is

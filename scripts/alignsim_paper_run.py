@@ -17,10 +17,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import embedlab  # noqa: E402
-from embedlab.evaluation.alignsim.items import SamplingConfig# noqa: E402
+from embedlab.evaluation.alignsim.items import SamplingConfig  # noqa: E402
 from embedlab.evaluation.alignsim.sources import ALL_DATASETS  # noqa: E402
 from embedlab.evaluation.alignsim.task import AlignSimSetup, MethodResult  # noqa: E402
-from embedlab.evaluation.harness import evaluate# noqa: E402
+from embedlab.evaluation.harness import evaluate  # noqa: E402
 from embedlab.results.alignsim_report import write_report  # noqa: E402
 
 

@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 from embedlab.cli.app import main as embedlab_main  # noqa: E402
 from embedlab.data.wikitext import wikitext2_paragraphs  # noqa: E402
-from embedlab.models.loading import load_model# noqa: E402
+from embedlab.models.loading import load_model  # noqa: E402
 from embedlab.pooling.static import avg_tables  # noqa: E402
 from embedlab.pooling.static_folders import write_static_folder  # noqa: E402
 

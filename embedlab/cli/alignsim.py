@@ -122,7 +122,7 @@ def run_cli(args: argparse.Namespace, load_method=_load_method, open_db=_open_db
         status(f"alignsim: {dataset}: items {items}; sentences skipped: {skipped}")
     methods = [load_method(spec) for spec in args.specs]
     database = None if args.no_db else open_db(args.db)
-    from embedlab.evaluation.harness import evaluate# the harness (every task's libraries) loads only for a run
+    from embedlab.evaluation.harness import evaluate  # the harness (every task's libraries) loads only for a run
 
     run = evaluate(methods, tasks, db=database, force=args.force, seed=args.seed,
                    log=lambda message: status(f"alignsim: {message}"))

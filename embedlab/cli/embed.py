@@ -120,7 +120,7 @@ def _embed_to_folder(args: argparse.Namespace, folder: Path) -> int:
         raise InputError("--include-text needs a .parquet --out file; a shard folder holds ids and vectors")
     if args.engine != "ray" and (args.address or args.workers):
         raise InputError("--address and --workers are options of --engine ray")
-    from embedlab.engines.runner import embed_corpus# the models (torch) load only when a run needs them
+    from embedlab.engines.runner import embed_corpus  # the models (torch) load only when a run needs them
 
     result = embed_corpus(
         args.spec, args.input, folder, engine=args.engine, input_format=args.input_format, shard_size=args.shard_size,
@@ -129,7 +129,7 @@ def _embed_to_folder(args: argparse.Namespace, folder: Path) -> int:
     )
     reused = f", {result.shards_reused} finished shard(s) kept" if result.shards_reused else ""
     status(f"{result.texts} x {result.dimension} float32 vectors in {result.folder} "
-                   f"({result.shards_written} shard(s) written{reused})")
+           f"({result.shards_written} shard(s) written{reused})")
     return 0
 
 

@@ -85,7 +85,7 @@ def format_value(task: str, metric: str, value: float) -> str:
     """A table cell, styled by the task's declaration of the metric (counts, small rates, plain numbers)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "nan"
-    from embedlab.evaluation.harness import metric_of# the task table, loaded with the first record formatted
+    from embedlab.evaluation.harness import metric_of  # the task table, loaded with the first record formatted
 
     style = metric_of(task, metric).style
     if style == "count" or (float(value).is_integer() and abs(value) >= 1000):

@@ -302,7 +302,7 @@ def test_alignsim_epsilon_search_names_its_grid_and_averages_the_stored_margins(
 
     method = SimpleNamespace(spec="st:minilm")
     records = alignsim_epsilon_records([method], [Task(d) for d in ("qqp", "paws", "mrpc")],
-                                                 {"st:minilm": "fp"}, version="v", provenance="test")
+                                       {"st:minilm": "fp"}, version="v", provenance="test")
     assert len(records) == 6 and {r.dataset for r in records} == {"qqp", "paws", "mrpc"}
     for record in records:
         kind = record.metric.split("_")[0]

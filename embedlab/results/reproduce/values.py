@@ -186,7 +186,7 @@ SCALED_UNITS = frozenset({"fraction", "correlation"})  # the units a paper may p
 def unit_of(task: str, metric: str) -> str:
     """The unit of a harness metric: its task's declaration (a key of :data:`~embedlab.evaluation.base.UNITS`).
     A name that carries its ε grid after ``@`` (Table 3's fitted grid) has its base metric's unit."""
-    from embedlab.evaluation.harness import metric_of# the task table: every task's libraries, needed only here
+    from embedlab.evaluation.harness import metric_of  # the task table: every task's libraries, needed only here
 
     return metric_of(task, metric.split("@")[0]).unit
 
