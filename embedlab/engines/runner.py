@@ -25,9 +25,10 @@ from embedlab.data.corpus import Corpus, CorpusScan
 from embedlab.engines.fitting import load_vector_method
 from embedlab.engines.output_precision import OutputEncoding
 from embedlab.engines.plan import ShardPlan, read_plan, shard_plans, slice_rows
-from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, LAYOUT_VERSION, OutputFolder, fitted_name, sha256_file
+from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES, LAYOUT_VERSION, OutputFolder, fitted_name
 from embedlab.errors import InputError
 from embedlab.methods.base import VectorMethod
+from embedlab.runtime.cache.hashing import file_sha256
 from embedlab.runtime.memory import keep_large_allocations_apart, release_free_memory
 from embedlab.runtime.progress import ProgressBar, progress_bar
 from embedlab.runtime.settings import token_states_uncached
@@ -181,7 +182,7 @@ def _fitted_states(method: VectorMethod, corpus: Corpus, folder: OutputFolder, m
         states = []
         for entry in manifest["fitted"]:
             path = folder.path / entry["file"]
-            if not path.is_file() or sha256_file(path) != entry["sha256"]:
+            if not path.is_file() or file_sha256(path) != entry["sha256"]:
                 raise InputError(f"{path} is missing or damaged; rerun with --overwrite to fit and embed again")
             states.append(path.read_bytes())
         method.restore(states)

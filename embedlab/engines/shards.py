@@ -36,6 +36,7 @@ from embedlab.engines.parquet_vectors import VECTOR_DTYPES, read_shard, shard_by
 from embedlab.engines.resume import comparable, difference
 from embedlab.errors import InputError
 from embedlab.runtime.cache.atomic import atomic_write_bytes, remove_orphan_temporaries
+from embedlab.runtime.cache.hashing import file_sha256
 from embedlab.runtime.outputs import same_path
 
 ENGINES = ("local", "ray")
@@ -88,14 +89,6 @@ def fitted_name(part: int) -> str:
     return f"fitted-{part}.safetensors"
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class OutputFolder:
     """An output folder: its manifest, its finished shards, and the checks before a run writes anything."""
 
@@ -136,7 +129,7 @@ class OutputFolder:
         if not isinstance(name, str) or Path(name).name != name or not isinstance(digest, str):
             return False
         path = self.path / name
-        return path.is_file() and sha256_file(path) == digest
+        return path.is_file() and file_sha256(path) == digest
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -359,7 +352,7 @@ def _listed_shards(output: OutputFolder, entries: list, expected_rows: dict[int,
 def _checked_shard(output: OutputFolder, entry: dict, dimension: int) -> tuple[list, np.ndarray]:
     """A listed shard's ids and vectors, after checking its file against the manifest's checksum and rows."""
     path = _entry_path(output, entry)
-    if not path.is_file() or sha256_file(path) != entry["sha256"]:
+    if not path.is_file() or file_sha256(path) != entry["sha256"]:
         raise InputError(f"{path} is missing or does not match its manifest checksum; rerun embed to rewrite it")
     shard_ids, shard_vectors = read_shard(path)
     if len(shard_ids) != entry["rows"] or shard_vectors.shape != (entry["rows"], dimension):

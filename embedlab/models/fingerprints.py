@@ -6,22 +6,20 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from embedlab.runtime.cache.hashing import file_sha256
 from embedlab.runtime.memo import cached
 
 
-@cached("gguf hashes")
-def _gguf_sha256(path: str, stamp: tuple) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(8 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+@cached("file content hashes")
+def _remembered_sha256(path: str, stamp: tuple) -> str:
+    return file_sha256(path)
 
 
-def gguf_sha256(path: Path) -> str:
-    """The content hash of a GGUF file (remembered per path, size and modification time in this process)."""
+def content_sha256(path: Path) -> str:
+    """The SHA-256 of a model file (a GGUF, converted weights), remembered per path, size and modification
+    time in this process: a multi-GB file is hashed once, a changed one again."""
     status = path.stat()
-    return _gguf_sha256(str(path.resolve()), (status.st_size, status.st_mtime_ns))
+    return _remembered_sha256(str(path.resolve()), (status.st_size, status.st_mtime_ns))
 
 
 def weight_files(path: Path) -> list[Path]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import atexit
 import errno
-import hashlib
 import json
 import os
 import shutil
@@ -20,10 +19,11 @@ from typing import Any
 import torch
 
 from embedlab.models.checks import ModelFileError, check_loaded_model, quiet_load_report
-from embedlab.models.fingerprints import gguf_sha256
+from embedlab.models.fingerprints import content_sha256
 from embedlab.models.named import ModelNotFoundError
-from embedlab.runtime.cache.atomic import process_alive, warn_unwritable
+from embedlab.runtime.cache.atomic import remove_orphan_staging, staging_path, warn_unwritable
 from embedlab.runtime.cache.budget import mark_recomputable, record_cache_write
+from embedlab.runtime.cache.hashing import file_sha256
 from embedlab.runtime.extras import MissingExtraError
 from embedlab.runtime.memo import cached, memo
 from embedlab.runtime.progress import library_bars
@@ -48,7 +48,7 @@ def gguf_in(path: Path) -> Path | None:
 
 def converted_gguf_folder(gguf: Path) -> Path:
     """Where the dequantised float32 model folder of ``gguf`` lives in the cache (it may not exist yet)."""
-    return cache_root(create=False) / "models" / f"gguf-{gguf_sha256(gguf)[:24]}-v{GGUF_FORMAT}"
+    return cache_root(create=False) / "models" / f"gguf-{content_sha256(gguf)[:24]}-v{GGUF_FORMAT}"
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class GGUFHeader:
     block_count: int | None
     context_length: int | None
     embedding_length: int | None
+    own_output_head: bool  # an untied ``output.weight`` tensor: the model's own LM head
 
 
 def check_gguf(gguf: Path, name: str) -> str:
@@ -117,7 +118,8 @@ def _header(path: str, size: int, mtime_ns: int) -> GGUFHeader:
         return None if found is None else int(found[0])
 
     return GGUFHeader(architecture, "tokenizer.ggml.tokens" in reader.fields, number("block_count"),
-                      number("context_length"), number("embedding_length"))
+                      number("context_length"), number("embedding_length"),
+                      any(tensor.name == "output.weight" for tensor in reader.tensors))
 
 
 @contextmanager
@@ -169,16 +171,13 @@ def convert_gguf(gguf: Path, name: str) -> Path:
     processes convert the same file the second finds the first's folder there and discards its own. A cache that cannot take it (read-only, full) gets one warning and a temporary folder instead.
     """
     target = converted_gguf_folder(gguf)
-    for abandoned in target.parent.glob(f".{target.name}.*.staging"):  # left by a converter killed mid-write
-        pid = abandoned.name[len(target.name) + 2 : -len(".staging")]
-        if pid.isdigit() and not process_alive(int(pid)):
-            shutil.rmtree(abandoned, ignore_errors=True)
+    remove_orphan_staging(target)  # left by a converter killed mid-write
     problem = _entry_problem(target)
     if problem is None:
         return target
     if problem != "absent":
         warnings.warn(f"converted GGUF folder {target} is {problem}; converting {gguf.name} again", RuntimeWarning, stacklevel=2)
-    staging = target.with_name(f".{target.name}.{os.getpid()}.staging")
+    staging = staging_path(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(staging, ignore_errors=True)
@@ -199,29 +198,14 @@ def _entry_problem(target: Path) -> str | None:
     """None when ``target`` is a complete conversion whose weights match their checksum; else what is wrong."""
     if not (target / ".complete").exists():
         return "incomplete (removed or never finished)" if target.exists() else "absent"
-    weights = target / "model.safetensors"
     try:
         recorded = json.loads((target / "source.json").read_text()).get("model_sha256")
-        status = weights.stat()
+        actual = content_sha256(target / "model.safetensors")
     except (OSError, ValueError, AttributeError):
         return "missing its weights or source.json"
-    if _file_sha256(str(weights), status.st_size, status.st_mtime_ns) != recorded:
+    if actual != recorded:
         return "damaged (model.safetensors does not match its checksum)"
     return None
-
-
-@cached("models.converted gguf checksums")
-def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
-    """:func:`_sha256` remembered per file version (``size`` and ``mtime_ns`` key the memo)."""
-    return _sha256(path)
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _put_in_place(staging: Path, target: Path) -> None:
@@ -254,14 +238,7 @@ def _temporary_conversion(gguf: Path, name: str) -> Path:
         _convert_into(gguf, name, folder / "model")
         return folder / "model"
 
-    return _TEMPORARY_CONVERSIONS.get(gguf_sha256(gguf), convert)
-
-
-def _has_own_output_head(gguf: Path) -> bool:
-    """Whether the GGUF holds an ``output.weight`` of its own (an untied output head)."""
-    import gguf as gguf_library
-
-    return any(tensor.name == "output.weight" for tensor in gguf_library.GGUFReader(str(gguf)).tensors)
+    return _TEMPORARY_CONVERSIONS.get(content_sha256(gguf), convert)
 
 
 def _convert_into(gguf: Path, name: str, staging: Path) -> None:
@@ -276,8 +253,7 @@ def _convert_into(gguf: Path, name: str, staging: Path) -> None:
 
     # transformers' own de-quantising bar follows embedlab's progress setting (none off a terminal, none when quiet)
     with _parsed_once(gguf, name), quiet_load_report(), library_bars(modeling_gguf_pytorch_utils):
-        check_gguf(gguf, name)  # usually answered from the check at load; else the one parse of the file
-        own_head = _has_own_output_head(gguf)
+        own_head = gguf_header(gguf, name).own_output_head  # usually answered from the check at load; else the one parse
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
         # an untied output.weight is the model's own head: kept (as lm_head.weight) for neural's decoders
         model_class = AutoModelForCausalLM if own_head else AutoModel
@@ -301,7 +277,7 @@ def _convert_into(gguf: Path, name: str, staging: Path) -> None:
         config.tie_word_embeddings = False
     config.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
-    weights_sha256 = _sha256(str(staging / "model.safetensors"))
-    (staging / "source.json").write_text(json.dumps({"gguf": str(gguf), "sha256": gguf_sha256(gguf),
+    weights_sha256 = file_sha256(staging / "model.safetensors")
+    (staging / "source.json").write_text(json.dumps({"gguf": str(gguf), "sha256": content_sha256(gguf),
                                                      "model_sha256": weights_sha256}) + "\n")
     (staging / ".complete").write_text("ok\n")

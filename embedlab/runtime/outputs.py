@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from embedlab.errors import InputError
-from embedlab.runtime.cache.atomic import atomic_write_bytes, process_alive, remove_orphan_temporaries
+from embedlab.runtime.cache.atomic import atomic_write_bytes, remove_orphan_staging, remove_orphan_temporaries, staging_path
 
 
 def same_path(first: Path, second: Path) -> bool:
@@ -77,22 +77,6 @@ def write_output_text(path: Path, text: str, *, option: str = "--out") -> None:
     write_output_file(path, text.encode("utf-8"), option=option)
 
 
-def _staging_prefix(folder: Path) -> str:
-    return f".{folder.name}."
-
-
-def remove_orphan_staging(folder: Path) -> list[Path]:
-    """Delete the staging folders beside ``folder`` whose writer (the pid in their name) is gone."""
-    removed = []
-    prefix = _staging_prefix(folder)
-    for candidate in folder.parent.glob(f"{prefix}*.staging"):
-        pid = candidate.name[len(prefix):-len(".staging")]
-        if pid.isdigit() and not process_alive(int(pid)):
-            shutil.rmtree(candidate, ignore_errors=True)
-            removed.append(candidate)
-    return removed
-
-
 def _refuse_non_empty(folder: Path, option: str) -> None:
     if folder.is_dir():
         remove_orphan_temporaries(folder)  # a killed writer's temporaries (an older embedlab wrote in place)
@@ -139,7 +123,7 @@ def output_folder(folder: Path, *, inputs: Iterable[Path | str | None] = (), opt
     with writer_lock(folder, option):
         remove_orphan_staging(folder)
         _refuse_non_empty(folder, option)  # written by a writer that finished while this one waited
-        staging = folder.with_name(f"{_staging_prefix(folder)}{os.getpid()}.staging")
+        staging = staging_path(folder)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
         try:

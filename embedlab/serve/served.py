@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from embedlab.data.corpus import Corpus
-from embedlab.engines.shards import MANIFEST_NAME, OutputFolder, sha256_file
+from embedlab.engines.shards import MANIFEST_NAME, OutputFolder
 from embedlab.errors import InputError, UnknownNameError
 from embedlab.methods.base import EmbeddingMethod, VectorMethod
 from embedlab.models.loading import load_model
 from embedlab.registry import load
+from embedlab.runtime.cache.hashing import file_sha256
 
 # One text to fit a spec on whose statistics do not depend on the texts (its state is the same for any).
 NEUTRAL_FIT_TEXT = "A text to fit statistics that do not depend on the texts."
@@ -89,7 +90,7 @@ def _fitted_states(folder: Path, spec: str) -> list[bytes]:
     states = []
     for entry in manifest["fitted"]:
         path = folder / entry["file"]
-        if not path.is_file() or sha256_file(path) != entry["sha256"]:
+        if not path.is_file() or file_sha256(path) != entry["sha256"]:
             raise InputError(f"--fitted {folder}: {entry['file']} is missing or damaged")
         states.append(path.read_bytes())
     return states

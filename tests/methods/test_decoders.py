@@ -175,13 +175,13 @@ def test_smollm2_mean_last_and_prompteol_equal_plain_transformers(smollm2_refere
 
 @pytest.mark.xdist_group("smollm2")
 def test_smollm2_is_a_decoder_cached_as_a_folder_and_fingerprinted_by_content(smollm2_gguf):
-    from embedlab.models.fingerprints import gguf_sha256
+    from embedlab.models.fingerprints import content_sha256
     from embedlab.models.gguf import converted_gguf_folder
 
     model = load_model("smollm2")
     assert model.kind == "decoder" and model.num_layers == 30 and model.hidden_size == 576
     assert model.path == converted_gguf_folder(smollm2_gguf) and (model.path / "model.safetensors").exists()
-    assert model.fingerprint == "gguf-" + gguf_sha256(smollm2_gguf)[:11]
+    assert model.fingerprint == "gguf-" + content_sha256(smollm2_gguf)[:11]
     with pytest.raises(ValueError, match="template T0 needs a mask token and model 'smollm2' \\(decoder\\) has none"):
         embedlab.load("smollm2:template=T0")
 

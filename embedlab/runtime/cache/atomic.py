@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import itertools
 import os
+import shutil
 import threading
 import time
 import warnings
@@ -29,6 +30,27 @@ def process_alive(pid: int) -> bool:
     except OSError:  # exists but belongs to someone else
         return True
     return True
+
+
+def staging_path(target: Path) -> Path:
+    """This process's staging copy of ``target`` (``.<name>.<pid>.staging`` beside it): built whole there,
+    then renamed into place, so no reader sees a half-written file or folder."""
+    return target.with_name(f".{target.name}.{os.getpid()}.staging")
+
+
+def remove_orphan_staging(target: Path) -> list[Path]:
+    """Delete the staging copies of ``target`` (files or folders) whose writer, the pid in their name, is gone."""
+    removed = []
+    prefix = f".{target.name}."
+    for candidate in target.parent.glob(f"{prefix}*.staging"):
+        pid = candidate.name[len(prefix) : -len(".staging")]
+        if pid.isdigit() and not process_alive(int(pid)):
+            if candidate.is_dir():
+                shutil.rmtree(candidate, ignore_errors=True)
+            else:
+                candidate.unlink(missing_ok=True)
+            removed.append(candidate)
+    return removed
 
 
 def remove_orphan_temporaries(folder: Path) -> list[Path]:

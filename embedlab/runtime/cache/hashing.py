@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -12,6 +13,12 @@ import numpy as np
 def cache_key(*parts: object) -> str:
     """A short stable key for the JSON-serialisable ``parts`` (spec, fingerprint, options, text hash …)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def file_sha256(path: Path | str) -> str:
+    """SHA-256 of a file's bytes, read in blocks (``hashlib.file_digest``)."""
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def texts_digest(texts: Sequence[str]) -> str:
