@@ -4,6 +4,7 @@ scores behind it (what a bootstrap resamples)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,13 @@ class Record:
     confidence interval (:data:`CI_KEYS`) is an attribute of the record: bounds of the 95 % percentile
     bootstrap interval over ``ci_resamples`` resamples of ``ci_resampled``, or None with ``ci_note`` saying
     why there is none. Neither takes part in equality or :meth:`as_dict` (committed records stay as they are);
-    :meth:`interval` gives the interval fields."""
+    :meth:`interval` gives the interval fields.
+
+    ``settings`` are the task settings the value was computed under that are not defaults (``k``, ``search``,
+    seeds …): with the method's identity they make a stored row's identity, so a run with other settings adds
+    rows instead of replacing them. ``cost`` is what computing the method's vectors cost on the machine that
+    computed them (:mod:`embedlab.evaluation.cost`), or None where nothing was measured. Both appear in
+    :meth:`as_dict` only where they hold something."""
 
     method: str
     task: str
@@ -76,12 +83,15 @@ class Record:
     ci_resamples: int | None = field(default=None, compare=False, kw_only=True)
     ci_resampled: str | None = field(default=None, compare=False, kw_only=True)
     ci_note: str | None = field(default=None, compare=False, kw_only=True)
+    settings: dict[str, Any] = field(default_factory=dict, compare=False, kw_only=True)
+    cost: dict[str, Any] | None = field(default=None, compare=False, kw_only=True)
 
     def as_dict(self) -> dict:
         """Every field but ``units``; the interval fields only where they hold something (so a record without
         an interval reads as it did before intervals existed)."""
         return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name != "units" and not (f.name in CI_KEYS and getattr(self, f.name) is None)}
+                if f.name != "units" and not (f.name in (*CI_KEYS, "cost") and getattr(self, f.name) is None)
+                and not (f.name == "settings" and not self.settings)}
 
     def interval(self) -> dict:
         """The confidence-interval fields (:data:`CI_KEYS`), None where there is no interval."""
