@@ -180,7 +180,7 @@ class CostTally:
             "parameters": getattr(self.method, "parameter_count", None),
             "cpu_model": first.cpu_model if first is not None else None,
             "threads": first.threads if first is not None else None,
-            "partial": bool(notes) and (bool(elsewhere) or bool(self.partial_notes)),
+            "partial": bool(elsewhere) or bool(self.partial_notes),
             "note": "; ".join(notes) or None,
         }
 

@@ -29,7 +29,6 @@ from embedlab.evaluation.geometry import AlignmentTask, IsotropyTask
 from embedlab.evaluation.pairs import PairsTask
 from embedlab.evaluation.cost import collecting
 from embedlab.evaluation.records import Record, record_of_row
-from embedlab.evaluation.settings_groups import compact_settings
 from embedlab.evaluation.retrieval import RetrievalTask
 from embedlab.evaluation.sts import STSTask
 from embedlab.evaluation.triplets import TripletsTask
@@ -190,7 +189,7 @@ def _evaluate_one(run: EvaluationRun, method: Method, task: Task, *, db, force: 
         run.reused.append((method.spec, task.name, task.dataset))
         say(f"reuse {task.name}/{task.dataset} for {method.spec} ({len(stored)} stored records)")
         return None
-    say(f"run {task.name}/{task.dataset} for {method.spec}" + (f" ({compact_settings(settings)})" if settings else ""))
+    say(f"run {task.name}/{task.dataset} for {method.spec}")
     started = time.perf_counter()
     with collecting(method) as tally:
         computed = task.run(method)
