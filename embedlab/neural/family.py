@@ -43,6 +43,7 @@ from embedlab.neural.variants import VARIANTS, shared_run_variants
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.cache.hashing import cache_key
 from embedlab.runtime.progress import progress_bar
+from embedlab.runtime.reuse import note_reused_texts
 from embedlab.spec import Option, finite_number, whole_number
 
 # Texts micro-tuned per call of the batched path before their embeddings are cached; large enough
@@ -108,6 +109,11 @@ class NeuralEmbedder:
         if self._masked_lm is None:
             self._masked_lm = load_masked_lm(self.model_name, head=self.values["head"])
         return self._masked_lm
+
+    @property
+    def parameter_count(self) -> int:
+        """The masked LM's parameters, head included (micro-tuning runs the whole model)."""
+        return int(sum(parameter.numel() for parameter in self.masked_lm.model.parameters()))
 
     @property
     def options(self) -> NeuralOptions:
@@ -191,6 +197,7 @@ class NeuralEmbedder:
             vector = self.store.load(self.cache_key(text)) if self.use_cache else None
             if vector is not None:
                 found[text] = vector
+        note_reused_texts(len(found))  # micro-tuned by an earlier run: a cost being measured is told (runtime.reuse)
         missing = [text for text in dict.fromkeys(texts) if text not in found]
         if missing:
             own = self.options.variant

@@ -81,3 +81,15 @@ def test_vectors_computed_elsewhere_mark_the_figures_partial() -> None:
     plain.add(CallCost(texts=4, seconds=1.0, cpu_seconds=1.0))
     plain.mark_partial("the corpus vectors were read from shards")
     assert plain.cost()["partial"] is True and CostTally(FakeMethod()).cost() is None
+
+
+def test_token_states_from_the_cache_mark_the_figures_partial() -> None:
+    from embedlab.runtime.reuse import note_reused_texts
+
+    _, call = measured(lambda: note_reused_texts(3), texts=5)  # as the token-state store reports cached texts
+    assert call.reused_texts == 3
+    tally = CostTally(FakeMethod())
+    tally.add(call)
+    cost = tally.cost()
+    assert cost["partial"] is True and "token states of 3 of 5 texts" in cost["note"]
+    note_reused_texts(2)  # outside a measurement: counted nowhere, no error
