@@ -197,6 +197,14 @@ class CostTally:
         }
 
 
+def load_before_measuring(method: object) -> None:
+    """Let ``method`` load its model before the first measured encode (asking its ``dimension`` loads it), so
+    that every method's figures are encoding, not loading: the first of several specs over one model would
+    otherwise pay the model's load for all of them. A method that encodes elsewhere (Ray actors) is left alone."""
+    if not getattr(method, "cost_partial_note", None):
+        getattr(method, "dimension", None)
+
+
 _TALLY: ContextVar[CostTally | None] = ContextVar("embedlab_cost_tally", default=None)
 
 

@@ -93,3 +93,25 @@ def test_token_states_from_the_cache_mark_the_figures_partial() -> None:
     cost = tally.cost()
     assert cost["partial"] is True and "token states of 3 of 5 texts" in cost["note"]
     note_reused_texts(2)  # outside a measurement: counted nowhere, no error
+
+
+def test_loading_the_model_is_not_counted_as_encoding(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
+
+    class SlowToLoad(FakeMethod):
+        loaded = False
+
+        @property
+        def dimension(self) -> int:  # as a method loads its model when first asked
+            if not self.loaded:
+                time.sleep(0.3)
+                self.loaded = True
+            return self.dim
+
+        def encode(self, texts, batch_size=32, show_progress_bar=None, normalize=False):
+            assert self.dimension == self.dim  # loads on first use, as a real method's first encode would
+            return super().encode(texts)
+
+    tasks = parse_tasks(f"sts:@{scored_pairs_file(tmp_path)}")
+    cost = evaluate([SlowToLoad(spec="slow-load")], tasks, db=None, bootstrap=0, log=lambda _: None).records[0].cost
+    assert 0 < cost["encode_seconds"] < 0.3
