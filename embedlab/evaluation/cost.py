@@ -30,7 +30,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-from embedlab.runtime.reuse import counting_reuse
+from embedlab.runtime.reuse import counting_reuse, current_reuse
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ class CallCost:
     bytes_per_vector: int | None = None  # None: no vectors (pairwise), or an encode in another precision than the method's
     cpu_model: str | None = None
     threads: int | None = None
-    reused_texts: int = 0  # texts whose token states came from the token-state cache: the transformer did not run for them
+    reused_texts: int = 0  # texts whose token states a cache served (not computed earlier in the run): the transformer did not run
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,12 +128,15 @@ class _PeakSampler:
 def measured(call: Callable[[], T], texts: int) -> tuple[T, CallCost]:
     """``call()``'s result and what it cost (wall and process CPU seconds, peak RSS above the level before);
     ``bytes_per_vector`` is left for the caller, who knows what the result holds."""
-    with _PeakSampler() as sampler, counting_reuse() as reused:
+    reuse = current_reuse()  # opened by collecting(): texts served from the token-state cache during the call
+    reused_before = reuse.texts if reuse is not None else 0
+    with _PeakSampler() as sampler:
         wall, cpu = time.perf_counter(), time.process_time()
         result = call()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return result, CallCost(texts=texts, seconds=wall, cpu_seconds=cpu, peak_memory_mb=sampler.above_baseline_mb(),
-                            cpu_model=cpu_model(), threads=thread_count(), reused_texts=reused.texts)
+                            cpu_model=cpu_model(), threads=thread_count(),
+                            reused_texts=reuse.texts - reused_before if reuse is not None else 0)
 
 
 def vector_bytes(vectors: Any) -> int | None:
@@ -215,7 +218,8 @@ def collecting(method: object) -> Iterator[CostTally]:
     tally = CostTally(method)
     token = _TALLY.set(tally)
     try:
-        yield tally
+        with counting_reuse():  # one count for the whole run: a text it computed itself is never "reused"
+            yield tally
     finally:
         _TALLY.reset(token)
 

@@ -43,7 +43,7 @@ from embedlab.neural.variants import VARIANTS, shared_run_variants
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.cache.hashing import cache_key
 from embedlab.runtime.progress import progress_bar
-from embedlab.runtime.reuse import note_reused_texts
+from embedlab.runtime.reuse import note_computed_texts, note_reused_texts
 from embedlab.spec import Option, finite_number, whole_number
 
 # Texts micro-tuned per call of the batched path before their embeddings are cached; large enough
@@ -197,8 +197,9 @@ class NeuralEmbedder:
             vector = self.store.load(self.cache_key(text)) if self.use_cache else None
             if vector is not None:
                 found[text] = vector
-        note_reused_texts(len(found))  # micro-tuned by an earlier run: a cost being measured is told (runtime.reuse)
         missing = [text for text in dict.fromkeys(texts) if text not in found]
+        note_reused_texts(found)  # micro-tuned earlier: a cost being measured is told (runtime.reuse)
+        note_computed_texts(missing)
         if missing:
             own = self.options.variant
             variants = shared_run_variants(self.options, self.masked_lm.num_layers, self.masked_lm.layout) if self.use_cache and self.path == "batched" else (own,)

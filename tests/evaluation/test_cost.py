@@ -86,13 +86,19 @@ def test_vectors_computed_elsewhere_mark_the_figures_partial() -> None:
 def test_token_states_from_the_cache_mark_the_figures_partial() -> None:
     from embedlab.runtime.reuse import note_reused_texts
 
-    _, call = measured(lambda: note_reused_texts(3), texts=5)  # as the token-state store reports cached texts
-    assert call.reused_texts == 3
-    tally = CostTally(FakeMethod())
-    tally.add(call)
+    from embedlab.evaluation.cost import collecting
+    from embedlab.runtime.reuse import note_computed_texts
+
+    method = FakeMethod()
+    with collecting(method) as tally:  # as the token-state store reports what it served and what it computed
+        _, computed = measured(lambda: note_computed_texts(["q1", "q2"]), texts=2)
+        _, served = measured(lambda: note_reused_texts(["q1", "d1", "d2", "d3"]), texts=5)
+    assert (computed.reused_texts, served.reused_texts) == (0, 3)  # q1 was this run's own work
+    tally.add(computed)
+    tally.add(served)
     cost = tally.cost()
-    assert cost["partial"] is True and "token states of 3 of 5 texts" in cost["note"]
-    note_reused_texts(2)  # outside a measurement: counted nowhere, no error
+    assert cost["partial"] is True and "token states of 3 of 7 texts" in cost["note"]
+    note_reused_texts(["x"])  # outside a measurement: counted nowhere, no error
 
 
 def test_loading_the_model_is_not_counted_as_encoding(tmp_path: Path, monkeypatch) -> None:

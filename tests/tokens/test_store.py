@@ -188,4 +188,5 @@ def test_texts_read_from_the_cache_are_counted_for_a_cost_being_measured(minilm,
         store.compute(texts[:1], layers=(minilm.num_layers,))
     with counting_reuse() as second:  # the first text's states from the memory cache, the second's from the model
         store.compute(texts, layers=(minilm.num_layers,))
-    assert (first.texts, second.texts) == (0, 1)
+        store.compute(texts[1:], layers=(minilm.num_layers,))  # computed in this measurement: its own work
+    assert (first.texts, second.texts) == (0, 1) and second.computed == {texts[1]}
