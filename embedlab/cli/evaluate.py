@@ -74,7 +74,12 @@ def run_eval(args: argparse.Namespace) -> int:
                         corpus_vectors=args.corpus_vectors, search=args.search, rescore=args.rescore)
     _check_retrieval_flags(args, tasks)
     methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work
+    _check_retrieval_methods(args, tasks, methods)
     db = None if args.no_db else ResultsDB(args.db)
+    if args.run_out and db is not None:
+        from embedlab.runtime.outputs import check_output_file
+
+        check_output_file(Path(args.run_out), inputs=(db.path,), option="--run-out")  # never over the results database
     session = contextlib.nullcontext()
     if args.engine == "ray":  # each method's encoding of its unique texts runs on Ray actors; pairwise methods stay here
         from embedlab.engines.ray_engine import RayEncodedMethod, ray_session
@@ -96,6 +101,15 @@ def _check_retrieval_flags(args: argparse.Namespace, tasks: list) -> None:
         raise InputError(f"{given[0]} is an option of retrieval tasks; --tasks selects none")
     if (args.run_out or args.corpus_vectors) and (len(retrieval) > 1 or len(args.specs) > 1):
         raise InputError("--run-out and --corpus-vectors belong to one run: give one method and one retrieval task")
+
+
+def _check_retrieval_methods(args: argparse.Namespace, tasks: list, methods: list) -> None:
+    from embedlab.evaluation.retrieval import check_rescore
+
+    if any(task.name == "retrieval" for task in tasks):
+        for method in methods:
+            if not getattr(method, "pairwise", False):  # a pairwise method is skipped by retrieval
+                check_rescore(method, args.rescore)
 
 
 def _shape(records: list[Record], args: argparse.Namespace) -> list[Record]:
@@ -164,7 +178,7 @@ def _retrieval_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--run-out", metavar="FILE", default=None, help="write the first stage's run in TREC run format (qid Q0 docid rank score tag)")
     group.add_argument("--rerank", metavar="SPEC", default=None,
                        help="re-score the first stage's top documents with a pairwise method (match:minilm, match:minilm,mode=bertscore)")
-    group.add_argument("--rerank-depth", type=positive_int, default=100, help="how many first-stage documents --rerank re-scores (default 100)")
+    group.add_argument("--rerank-depth", type=positive_int, default=None, help="how many first-stage documents --rerank re-scores (default 100)")
     group.add_argument("--search", choices=("exact", "hnsw"), default="exact",
                        help="first stage: exact (blocked, trec_eval's tie order) or hnsw (faiss's approximate index; pip install faiss-cpu)")
     group.add_argument("--rescore", type=non_negative_int, default=0, metavar="M",

@@ -155,3 +155,20 @@ def test_eval_retrieval_flags(beir_folder, tmp_path, monkeypatch, capsys) -> Non
         assert message in capsys.readouterr().err
     assert _run(["eval", "fake", "other", "--no-db", "--tasks", f"retrieval:@{beir_folder}", "--run-out", "x"]) == 2
     assert "give one method and one retrieval task" in capsys.readouterr().err
+
+
+def test_eval_retrieval_refusals_come_before_any_work(beir_folder, tmp_path, monkeypatch, capsys) -> None:
+    """Exit 2, one line naming the option: nothing was encoded, no database row or run file written."""
+    monkeypatch.setattr(cli_eval, "load_method", lambda spec: FakeMethod(spec=spec, pairwise=spec.startswith("pair")))
+    db = tmp_path / "results.sqlite"
+    task = ["eval", "fake", "--tasks", f"retrieval:@{beir_folder}"]
+    refusals = {("--no-db", "--rerank-depth", "4"): "--rerank-depth is how many documents --rerank re-scores",
+                ("--no-db", "--rescore", "2"): "--rescore 2 re-ranks the Hamming candidates of binary vectors",
+                ("--no-db", "--run-out", str(beir_folder / "corpus.jsonl")): "corpus.jsonl is the input file",
+                ("--db", str(db), "--run-out", str(db)): "results.sqlite is the input file"}
+    for argv, message in refusals.items():
+        assert _run([*task, *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1
+    assert not db.exists() or ResultsDB(db).records() == []
+    assert (beir_folder / "corpus.jsonl").read_text().startswith('{"_id": "d0"')
