@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from embedlab.errors import InputError
 import embedlab
-from embedlab.cli.arguments import add_bootstrap, add_format, add_out, add_quiet, non_negative_int, positive_int
+from embedlab.cli.arguments import add_bootstrap, add_format, add_out, add_quiet, non_negative_int, positive_int, seed_int
 
 if TYPE_CHECKING:  # importing the harness costs seconds: only the commands that run it do
     from embedlab.evaluation.records import Record
@@ -199,7 +199,7 @@ def add_cli(subparsers) -> None:
     evaluate_parser.add_argument("--tasks", default="quick", help="comma-separated task selection (default: quick)")
     evaluate_parser.add_argument("--force", action="store_true", help="recompute results already in the database")
     evaluate_parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
-    evaluate_parser.add_argument("--seed", type=non_negative_int, default=0,
+    evaluate_parser.add_argument("--seed", type=seed_int, default=0,
                                  help="seed of every random choice (k-means, CV folds, ALIGN-SIM samples, bootstrap resamples)")
     add_bootstrap(evaluate_parser)
     evaluate_parser.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",

@@ -54,3 +54,15 @@ def test_no_resamples_is_refused(capsys) -> None:
 def test_one_method_is_refused(capsys) -> None:
     assert main(["compare", "a"]) == 2
     assert "at least two methods" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["compare", "eval"])
+def test_a_seed_beyond_what_the_database_stores_is_refused(command, capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:  # argparse's usage error, before any work
+        main([command, "a", "b", "--seed", str(2 ** 70)])
+    assert stopped.value.code == 2 and "too large for a seed (at most 2**63 - 1" in capsys.readouterr().err
+
+
+def test_a_huge_bootstrap_is_refused_before_any_work(capsys) -> None:
+    assert main(["compare", "a", "b", "--bootstrap", "10000000"]) == 2  # "a" is never loaded
+    assert "--bootstrap 10000000 is more than the 1,000,000 resamples" in capsys.readouterr().err
