@@ -37,13 +37,16 @@ from embedlab.version import code_version
 
 @dataclass(frozen=True)
 class EmbedResult:
-    """What a run did: the folder, how many texts it holds, and how many shards were written now or reused."""
+    """What a run did: the folder, how many texts it holds, and how many shards were written now or reused;
+    ``precision`` and ``width``: how a stored row is typed and how wide it is (48 uint8 bytes for 384-d ubinary)."""
 
     folder: Path
     texts: int
     dimension: int
     shards_written: int
     shards_reused: int
+    precision: str = "float32"
+    width: int = 0
 
 
 def _float_rows(method: VectorMethod, texts: list[str], batch_size: int, normalize: bool) -> np.ndarray:
@@ -158,7 +161,7 @@ def _embed_locked(method: VectorMethod, output: OutputEncoding, corpus: Corpus, 
             _write_shards(folder, corpus, manifest, shards, output)
     manifest["complete"] = len(manifest["shards"]) == len(plans)
     folder.write_manifest(manifest)
-    return EmbedResult(folder.path, scan.count, method.dimension, len(todo), len(finished))
+    return EmbedResult(folder.path, scan.count, method.dimension, len(todo), len(finished), output.precision, output.stored_width)
 
 
 def _write_shards(folder: OutputFolder, corpus: Corpus, manifest: dict, shards: Iterator[tuple[ShardPlan, list[int | str], np.ndarray]],
