@@ -39,8 +39,12 @@ def print_records(records: Sequence[Record], output_format: str, stream=None) ->
 
 
 def _filter(records: list[Record], args: argparse.Namespace) -> list[Record]:
+    from embedlab.results.metric_names import resolve_metrics
+
+    metrics = resolve_metrics(args.metric, {record.metric for record in records})  # NDCG@10, ndcg_cut_10 … : ndcg@10
+
     def keep(record: Record) -> bool:
-        return ((not args.metric or record.metric in args.metric)
+        return ((not metrics or record.metric in metrics)
                 and (not args.subset or record.subset in args.subset))
 
     return [r for r in records if keep(r)]

@@ -25,6 +25,7 @@ from embedlab.evaluation.significance import (
     holm,
     paired_difference,
 )
+from embedlab.results.metric_names import resolve_metric
 
 ALPHA = 0.05
 COLUMNS = ("task", "dataset", "subset", "metric", "method", "value", "ci_low", "ci_high", "diff", "diff_ci_low",
@@ -62,6 +63,7 @@ class Comparison:
 def compared_records(records: Sequence[Record], metric: str | None) -> list[Record]:
     """The records a comparison uses: per (method, task, dataset), ``metric`` (default the headline), from
     the ``all`` subset when there is one, else from every subset; Eq. 3 rows (``vs …``) are left out."""
+    metric = resolve_metric(metric, {r.metric for r in records}) if metric else None  # other tools' names too
     chosen = [r for r in records if r.metric == (metric or headline_of(r.task, r.dataset)) and not r.subset.startswith("vs ")]
     pooled = {(r.method, r.task, r.dataset) for r in chosen if r.subset == "all"}
     return [r for r in chosen if r.subset == "all" or (r.method, r.task, r.dataset) not in pooled]

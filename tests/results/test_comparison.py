@@ -88,3 +88,12 @@ def test_a_p_value_at_the_bootstrap_floor_is_printed_as_a_bound() -> None:
     assert json.loads(format_comparison(comparison, "json").splitlines()[1])["p"] == pytest.approx(2 / 11)
     wide = compare_records(records, units, ["a", "b"], resamples=500, seed=0)
     assert "≤" not in format_comparison(wide, "table")  # a and b overlap: a measured p, printed as is
+
+
+def test_compare_takes_other_spellings_of_a_metric_and_names_the_present_ones() -> None:
+    records, units = _stored()
+    by_name = compare_records(records, units, ["a", "b"], resamples=50, seed=0, metric="Spearman")
+    assert [(row.record.task, row.record.metric) for row in by_name.rows] == [("sts", "spearman")] * 2
+    with pytest.raises(InputError, match="--metric 'ndcg_at_10': no such metric in these results; the metrics present: "
+                                         "accuracy, pearson, spearman"):
+        compare_records(records, units, ["a", "b"], resamples=50, seed=0, metric="ndcg_at_10")
