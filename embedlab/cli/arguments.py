@@ -50,6 +50,14 @@ def non_negative_int(text: str) -> int:
     return _at_least(_integer(text), text, 0)
 
 
+def seed_int(text: str) -> int:
+    """A seed: a whole number 0 … 2⁶³ − 1 (it is stored with every result, in SQLite's 64-bit integer)."""
+    seed = non_negative_int(text)
+    if seed > 2 ** 63 - 1:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is too large for a seed (at most 2**63 - 1, what the results database stores)")
+    return seed
+
+
 def positive_float(text: str) -> float:
     """A finite number > 0 (learning rates)."""
     number = _finite(text)

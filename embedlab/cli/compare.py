@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from embedlab.cli.arguments import add_bootstrap, add_format, non_negative_int
+from embedlab.cli.arguments import add_bootstrap, add_format, seed_int
 from embedlab.cli.task_options import add_task_options, tasks_from_options
 from embedlab.errors import InputError
 
@@ -74,7 +74,7 @@ def add_cli(subparsers) -> None:
     parser.add_argument("--db", default=None, help="results database file (default ./embedlab_results.sqlite, or $EMBEDLAB_RESULTS)")
     parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
     parser.add_argument("--force", action="store_true", help="recompute results already in the database")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the tasks' random choices and of the resamples")
+    parser.add_argument("--seed", type=seed_int, default=0, help="seed of the tasks' random choices and of the resamples")
     add_task_options(parser)  # eval's task options: they name the settings group compared (default: the defaults)
     add_bootstrap(parser)
     add_format(parser)

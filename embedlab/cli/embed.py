@@ -19,7 +19,7 @@ import numpy as np
 from embedlab.cli.arguments import add_out, add_quiet, positive_int
 from embedlab.data import unicode_problem
 from embedlab.data.corpus import FORMATS, Corpus
-from embedlab.engines.parquet_vectors import shard_bytes
+from embedlab.engines.parquet_vectors import VECTOR_DTYPES, shard_bytes
 from embedlab.engines.shards import DEFAULT_SHARD_SIZE, ENGINES
 from embedlab.runtime.outputs import check_output_file, same_path
 from embedlab.runtime.progress import show_progress, status
@@ -93,7 +93,8 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         _refuse_empty(corpus.source)
     method = embedlab.load(args.spec)
     vectors = method.encode(texts, batch_size=args.batch_size, show_progress_bar=show_progress(), normalize_embeddings=args.normalize)
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)  # FAISS-ready rows
+    # FAISS-ready rows, in the spec's precision: int8/uint8 (precision=int8, ubinary, …) stay integers
+    vectors = np.ascontiguousarray(vectors, dtype=vectors.dtype if vectors.dtype in (np.int8, np.uint8) else np.float32)
     if kind == ".npy":
         buffer = io.BytesIO()
         np.save(buffer, vectors, allow_pickle=False)
@@ -104,8 +105,14 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         atomic_write_bytes(output, [payload])
     except OSError as error:
         raise OSError(error.errno, f"could not write the output ({error.strerror}); nothing was written", str(output)) from None
-    status(f"wrote {vectors.shape[0]} x {vectors.shape[1]} float32 vectors to {output}")
+    status(f"wrote {describe_vectors(vectors.shape[0], vectors.shape[1], vectors.dtype, method.output_options()[0])} to {output}")
     return 0
+
+
+def describe_vectors(rows: int, width: int, dtype: object, precision: str) -> str:
+    """``"3 x 48 uint8 vectors (precision=ubinary: 384 bits, 8 to a byte)"``: what was written, as stored."""
+    packed = f" (precision={precision}: {width * 8} bits, 8 to a byte)" if precision in ("binary", "ubinary") else ""
+    return f"{rows} x {width} {np.dtype(dtype).name} vectors{packed}"
 
 
 def _is_null_device(name: str) -> bool:
@@ -128,7 +135,7 @@ def _embed_to_folder(args: argparse.Namespace, folder: Path) -> int:
         address=args.address, workers=args.workers,
     )
     reused = f", {result.shards_reused} finished shard(s) kept" if result.shards_reused else ""
-    status(f"{result.texts} x {result.dimension} float32 vectors in {result.folder} "
+    status(f"{describe_vectors(result.texts, result.width, VECTOR_DTYPES[result.precision], result.precision)} in {result.folder} "
            f"({result.shards_written} shard(s) written{reused})")
     return 0
 

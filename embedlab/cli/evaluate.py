@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from embedlab.errors import InputError
 import embedlab
-from embedlab.cli.arguments import add_bootstrap, add_format, add_out, add_quiet, non_negative_int, positive_int
+from embedlab.cli.arguments import add_bootstrap, add_format, add_out, add_quiet, positive_int, seed_int
 from embedlab.cli.task_options import add_task_options, tasks_from_options
 
 if TYPE_CHECKING:  # importing the harness costs seconds: only the commands that run it do
@@ -41,11 +41,13 @@ def print_records(records: Sequence[Record], output_format: str, stream=None) ->
 
 def _filter(records: list[Record], args: argparse.Namespace) -> list[Record]:
     from embedlab.evaluation.settings_groups import matches_settings, parse_settings_filter
+    from embedlab.results.metric_names import resolve_metrics
 
     wanted = parse_settings_filter(getattr(args, "settings", None))
+    metrics = resolve_metrics(args.metric, {record.metric for record in records})  # NDCG@10, ndcg_cut_10 … : ndcg@10
 
     def keep(record: Record) -> bool:
-        return ((not args.metric or record.metric in args.metric)
+        return ((not metrics or record.metric in metrics)
                 and (not args.subset or record.subset in args.subset) and matches_settings(record.settings, wanted))
 
     return [r for r in records if keep(r)]
@@ -74,7 +76,12 @@ def run_eval(args: argparse.Namespace) -> int:
         raise InputError("--address and --workers are options of --engine ray")
     tasks = tasks_from_options(args, load_method)
     methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work
+    _check_retrieval_methods(args, tasks, methods)
     db = None if args.no_db else ResultsDB(args.db)
+    if args.run_out and db is not None:
+        from embedlab.runtime.outputs import check_output_file
+
+        check_output_file(Path(args.run_out), inputs=(db.path,), option="--run-out")  # never over the results database
     session = contextlib.nullcontext()
     if args.engine == "ray":  # each method's encoding of its unique texts runs on Ray actors; pairwise methods stay here
         from embedlab.engines.ray_engine import RayEncodedMethod, ray_session
@@ -86,6 +93,15 @@ def run_eval(args: argparse.Namespace) -> int:
                        bootstrap=args.bootstrap)
     print_records(_shape(_filter(run.records, args), args), args.format)
     return 0
+
+
+def _check_retrieval_methods(args: argparse.Namespace, tasks: list, methods: list) -> None:
+    from embedlab.evaluation.retrieval import check_rescore
+
+    if any(task.name == "retrieval" for task in tasks):
+        for method in methods:
+            if not getattr(method, "pairwise", False):  # a pairwise method is skipped by retrieval
+                check_rescore(method, args.rescore)
 
 
 def _shape(records: list[Record], args: argparse.Namespace) -> list[Record]:
@@ -191,7 +207,7 @@ def add_cli(subparsers) -> None:
     evaluate_parser.add_argument("--tasks", default="quick", help="comma-separated task selection (default: quick)")
     evaluate_parser.add_argument("--force", action="store_true", help="recompute results already in the database")
     evaluate_parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
-    evaluate_parser.add_argument("--seed", type=non_negative_int, default=0,
+    evaluate_parser.add_argument("--seed", type=seed_int, default=0,
                                  help="seed of every random choice (k-means, CV folds, ALIGN-SIM samples, bootstrap resamples)")
     add_bootstrap(evaluate_parser)
     evaluate_parser.add_argument("--intersection", action="store_true",

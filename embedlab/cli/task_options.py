@@ -30,7 +30,7 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--run-out", metavar="FILE", default=None, help="write the first stage's run in TREC run format (qid Q0 docid rank score tag)")
     group.add_argument("--rerank", metavar="SPEC", default=None,
                        help="re-score the first stage's top documents with a pairwise method (match:minilm, match:minilm,mode=bertscore)")
-    group.add_argument("--rerank-depth", type=positive_int, default=100, help="how many first-stage documents --rerank re-scores (default 100)")
+    group.add_argument("--rerank-depth", type=positive_int, default=None, help="how many first-stage documents --rerank re-scores (default 100)")
     group.add_argument("--search", choices=("exact", "hnsw"), default="exact",
                        help="first stage: exact (blocked, trec_eval's tie order) or hnsw (faiss's approximate index; pip install faiss-cpu)")
     group.add_argument("--rescore", type=non_negative_int, default=0, metavar="M",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,6 +133,7 @@ def _qrels(path: Path, queries: dict[str, tuple[int, str]], doc_lines: dict[str,
     if header is None or tuple(name.strip() for name in header[:3]) != QRELS_HEADER:
         raise DataFormatError(f"{path}, line 1: expected the header {' '.join(QRELS_HEADER)} (tab-separated)")
     qrels: dict[str, dict[str, int]] = {}
+    judged_on: dict[tuple[str, str], int] = {}  # (query, document) → the line that judged it
     for number, fields in enumerate(rows, start=2):
         if not any(value.strip() for value in fields):
             continue
@@ -146,10 +148,25 @@ def _qrels(path: Path, queries: dict[str, tuple[int, str]], doc_lines: dict[str,
             grade = int(score)
         except ValueError:
             raise DataFormatError(f"{path}, line {number}: score {score!r} is not an integer") from None
+        earlier = qrels.get(query_id, {}).get(doc_id)
+        if earlier is not None and earlier != grade:
+            raise DataFormatError(f"{path}, line {number}: query {query_id!r} and document {doc_id!r} are judged {grade} here "
+                                  f"and {earlier} on line {judged_on[(query_id, doc_id)]}; keep one grade")
+        judged_on.setdefault((query_id, doc_id), number)
         qrels.setdefault(query_id, {})[doc_id] = grade
     if not any(grade >= 1 for judged in qrels.values() for grade in judged.values()):
         raise DataFormatError(f"{path}: no query has a relevant document (a score ≥ 1); nothing can be measured")
     return qrels
+
+
+def _warn_own_ids(path: Path, qrels: dict[str, dict[str, int]]) -> None:
+    """Warn about relevant documents that share their query's id: BEIR's rule (kept by MTEB and here) never
+    returns a query's own id, so such a document can never be found and caps the query's scores."""
+    own = [query_id for query_id, judged in qrels.items() if judged.get(query_id, 0) >= 1]
+    if own:
+        warnings.warn(f"{path}: query {own[0]!r} judges the document with its own id relevant ({len(own)} such queries); "
+                      "a query's own id is never a result (BEIR's ignore_identical_ids), so it is never found",
+                      UserWarning, stacklevel=3)
 
 
 def beir_folder(folder: str | Path, split: str = "test") -> RetrievalSet:
@@ -160,8 +177,10 @@ def beir_folder(folder: str | Path, split: str = "test") -> RetrievalSet:
     paths = {"corpus": root / "corpus.jsonl", "queries": root / "queries.jsonl", "qrels": root / "qrels" / f"{split}.tsv"}
     for what, path in paths.items():
         if not path.is_file():
+            compressed = path.with_name(path.name + ".gz")
+            hint = f"; {compressed.name} is there: decompress it (gunzip -k {compressed})" if compressed.is_file() else ""
             raise DataFormatError(f"{root}: no {path.relative_to(root)} (a BEIR folder needs corpus.jsonl, queries.jsonl "
-                                  f"and qrels/<split>.tsv; split {split!r})")
+                                  f"and qrels/<split>.tsv; split {split!r}){hint}")
         if kind := special_file_kind(path):
             raise DataFormatError(f"{path} is {kind}, not a regular file")
     doc_lines: dict[str, int] = {}
@@ -174,6 +193,7 @@ def beir_folder(folder: str | Path, split: str = "test") -> RetrievalSet:
     queries = _queries(paths["queries"])
     qrels = _qrels(paths["qrels"], queries, doc_lines)
     judged = {query_id: text for query_id, (_, text) in queries.items() if query_id in qrels}
+    _warn_own_ids(paths["qrels"], qrels)
     return RetrievalSet(root.name, judged, qrels, list(doc_lines), corpus_file=paths["corpus"],
                         skipped_queries=len(queries) - len(judged), ignore_identical_ids=True)
 

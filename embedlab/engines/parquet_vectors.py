@@ -13,9 +13,11 @@ import numpy as np
 VECTOR_DTYPES = {"float32": np.float32, "int8": np.int8, "uint8": np.uint8, "binary": np.int8, "ubinary": np.uint8}
 
 
-def shard_bytes(ids: Sequence[int | str], vectors: np.ndarray, texts: Sequence[str] | None = None) -> object:
+def shard_bytes(ids: Sequence[int | str], vectors: np.ndarray, texts: Sequence[str] | None = None,
+                text_hashes: np.ndarray | None = None) -> object:
     """Parquet bytes (a pyarrow buffer): ``id``, ``vector`` (fixed-size list of float32, or of int8/uint8
-    for quantised vectors), optional ``text``.
+    for quantised vectors), optional ``text``, optional ``text_hash`` (uint64: each row's text fingerprint,
+    so a reader can tell the vectors' texts from another corpus's with the same ids).
 
     The one Parquet layout of embedlab's vectors: a shard, and ``embed --output FILE.parquet``."""
     import pyarrow as pa
@@ -30,6 +32,8 @@ def shard_bytes(ids: Sequence[int | str], vectors: np.ndarray, texts: Sequence[s
     }
     if texts is not None:
         columns["text"] = pa.array(list(texts), type=pa.string())
+    if text_hashes is not None:
+        columns["text_hash"] = pa.array(np.asarray(text_hashes, dtype=np.uint64), type=pa.uint64())
     sink = pa.BufferOutputStream()
     pq.write_table(pa.table(columns), sink)
     return sink.getvalue()
@@ -45,3 +49,12 @@ def read_shard(path: Path) -> tuple[list[int | str], np.ndarray]:
     flat = column.flatten().to_numpy(zero_copy_only=False)
     dtype = flat.dtype if flat.dtype in (np.int8, np.uint8) else np.float32
     return table.column("id").to_pylist(), np.ascontiguousarray(flat.reshape(-1, width), dtype=dtype)
+
+
+def read_text_hashes(path: Path) -> np.ndarray | None:
+    """The ``text_hash`` column of one shard (uint64), or None for a shard written before it existed."""
+    import pyarrow.parquet as pq
+
+    if "text_hash" not in pq.read_schema(path).names:
+        return None
+    return pq.read_table(path, columns=["text_hash"]).column("text_hash").to_numpy().astype(np.uint64, copy=False)

@@ -37,13 +37,16 @@ from embedlab.version import code_version
 
 @dataclass(frozen=True)
 class EmbedResult:
-    """What a run did: the folder, how many texts it holds, and how many shards were written now or reused."""
+    """What a run did: the folder, how many texts it holds, and how many shards were written now or reused;
+    ``precision`` and ``width``: how a stored row is typed and how wide it is (48 uint8 bytes for 384-d ubinary)."""
 
     folder: Path
     texts: int
     dimension: int
     shards_written: int
     shards_reused: int
+    precision: str = "float32"
+    width: int = 0
 
 
 def _float_rows(method: VectorMethod, texts: list[str], batch_size: int, normalize: bool) -> np.ndarray:
@@ -155,20 +158,23 @@ def _embed_locked(method: VectorMethod, output: OutputEncoding, corpus: Corpus, 
         else:
             shards = _local_shards(method, corpus, todo, batch_size, normalize, bar, scan.count)
         with contextlib.closing(shards):  # a failed write still shuts down a Ray this run started
-            _write_shards(folder, manifest, shards, output)
+            _write_shards(folder, corpus, manifest, shards, output)
     manifest["complete"] = len(manifest["shards"]) == len(plans)
     folder.write_manifest(manifest)
-    return EmbedResult(folder.path, scan.count, method.dimension, len(todo), len(finished))
+    return EmbedResult(folder.path, scan.count, method.dimension, len(todo), len(finished), output.precision, output.stored_width)
 
 
-def _write_shards(folder: OutputFolder, manifest: dict, shards: Iterator[tuple[ShardPlan, list[int | str], np.ndarray]],
+def _write_shards(folder: OutputFolder, corpus: Corpus, manifest: dict, shards: Iterator[tuple[ShardPlan, list[int | str], np.ndarray]],
                   output: OutputEncoding) -> None:
-    """Write each encoded shard atomically in the spec's precision, then list it in the manifest (only
-    then is it finished)."""
+    """Write each encoded shard atomically in the spec's precision, with its texts' hashes (read again from
+    the input here, whichever engine encoded it), then list it in the manifest (only then is it finished)."""
     for plan, ids, vectors in shards:
         if vectors.shape != (plan.rows, output.cut_width):
             raise ValueError(f"{output.spec}: shard {plan.index} came back with shape {vectors.shape}, expected {(plan.rows, output.cut_width)}")
-        manifest["shards"].append(folder.write_shard(plan.index, ids, output.encode(vectors)))
+        read_ids, texts = read_plan(corpus, plan)
+        if read_ids != list(ids):
+            raise ValueError(f"{output.spec}: shard {plan.index} came back with other ids than the input's")
+        manifest["shards"].append(folder.write_shard(plan.index, ids, output.encode(vectors), texts))
         manifest["shards"].sort(key=lambda entry: entry["index"])
         folder.write_manifest(manifest)
 

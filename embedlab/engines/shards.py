@@ -5,7 +5,8 @@ Layout (one format, whatever the engine)::
     FOLDER/manifest.json        what was asked (spec, method fingerprint, code version, shard size, input
                                 identity) and what is finished (each shard's rows and sha256)
     FOLDER/fitted-0.safetensors statistics fitted on the whole corpus (target-fitted specs only)
-    FOLDER/shard-00000.parquet  columns ``id`` (int64 or string) and ``vector`` (fixed-size list of float32)
+    FOLDER/shard-00000.parquet  columns ``id`` (int64 or string), ``vector`` (fixed-size list of float32) and
+                                ``text_hash`` (uint64, :func:`text_hash` of each row's text)
     FOLDER/shard-00001.parquet  …
 
 Why this shape: every shard and every manifest version is written with
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from embedlab.engines.parquet_vectors import VECTOR_DTYPES, read_shard, shard_bytes
+from embedlab.engines.parquet_vectors import VECTOR_DTYPES, read_shard, read_text_hashes, shard_bytes
 from embedlab.engines.resume import comparable, difference
 from embedlab.errors import InputError
 from embedlab.runtime.cache.atomic import atomic_write_bytes, remove_orphan_temporaries
@@ -81,6 +82,16 @@ def _alive(pid: object) -> bool:
         return True
 
 
+def text_hash(text: str) -> int:
+    """A text's 64-bit fingerprint (BLAKE2b-64 of its UTF-8), stored beside its vector (as its id is) so that
+    vectors reused for a corpus can be checked against that corpus's texts, one document at a time."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def text_hashes(texts: Sequence[str]) -> np.ndarray:
+    return np.fromiter((text_hash(text) for text in texts), dtype=np.uint64, count=len(texts))
+
+
 def shard_name(index: int) -> str:
     return f"shard-{index:05d}.parquet"
 
@@ -116,10 +127,10 @@ class OutputFolder:
     def write_bytes(self, name: str, payload: bytes) -> None:
         atomic_write_bytes(self.path / name, payload)
 
-    def write_shard(self, index: int, ids: Sequence[int | str], vectors: np.ndarray) -> dict[str, object]:
-        """Write shard ``index`` atomically; its manifest entry (file, rows, sha256)."""
+    def write_shard(self, index: int, ids: Sequence[int | str], vectors: np.ndarray, texts: Sequence[str]) -> dict[str, object]:
+        """Write shard ``index`` atomically (with each text's :func:`text_hash`); its manifest entry (file, rows, sha256)."""
         path = self.path / shard_name(index)
-        payload = shard_bytes(ids, vectors)
+        payload = shard_bytes(ids, vectors, text_hashes=text_hashes(texts))
         atomic_write_bytes(path, [payload])
         return {"index": index, "file": path.name, "rows": len(ids), "sha256": hashlib.sha256(memoryview(payload)).hexdigest()}
 
@@ -359,3 +370,25 @@ def _checked_shard(output: OutputFolder, entry: dict, dimension: int) -> tuple[l
         raise InputError(f"{path} holds {len(shard_ids)} rows; its manifest entry lists {entry['rows']} "
                          f"(of dimension {dimension}): the manifest is not this folder's")
     return shard_ids, shard_vectors
+
+
+def read_shard_text_hashes(folder: str | Path) -> np.ndarray | None:
+    """Every row's :func:`text_hash` of a complete output folder, in input order (uint64); None when a shard
+    was written by an embedlab that stored no hashes. Each shard is checked as :func:`read_shards` checks it."""
+    output = OutputFolder(folder)
+    manifest = output.read_manifest()
+    if manifest is None:
+        raise FileNotFoundError(f"{output.manifest_path} not found: {output.path} is not an embedlab output folder")
+    texts, shard_size, _, entries = _manifest_layout(output, manifest)
+    count = -(-texts // shard_size) if shard_size > 0 else 0
+    listed = _listed_shards(output, entries, {index: min(shard_size, texts - index * shard_size) for index in range(count)})
+    blocks = []
+    for index in range(count):
+        path = _entry_path(output, listed[index]) if index in listed else None
+        if path is None or not path.is_file() or file_sha256(path) != listed[index]["sha256"]:
+            raise InputError(f"{output.path}: shard {index} is missing or does not match its manifest checksum; rerun embed")
+        hashes = read_text_hashes(path)
+        if hashes is None:
+            return None
+        blocks.append(hashes)
+    return np.concatenate(blocks) if blocks else np.zeros(0, np.uint64)

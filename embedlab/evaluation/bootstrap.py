@@ -15,6 +15,7 @@ bit-identical and two methods scored on the same units are resampled identically
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -28,6 +29,13 @@ DEFAULT_RESAMPLES = 1000
 LEVEL = 0.95
 MIN_UNITS = 10  # fewer units than this give no interval (the issue's threshold; percentiles of 9 points mislead)
 _BLOCK_ENTRIES = 1 << 22  # Kendall's sign matrix is built n × block at a time: ≈ 16 MB of float32
+# resamples are drawn and scored in chunks of at most this many indices (chunk × n), so memory stays bounded
+# (≈ 32 MB of indices plus the statistic's arrays of the same shape) however large B is; the draws are the
+# same as one B × n matrix (scipy.stats.bootstrap's ``batch`` draws the rows in order from one generator)
+_RESAMPLE_ENTRIES = 1 << 22
+# B beyond this buys nothing (a two-sided p-value's floor 2/(B + 1) ≈ 2e-6) and costs hours on a large
+# record; the B values themselves are kept (8 bytes each)
+MAX_RESAMPLES = 1_000_000
 # Kendall's τ and the pair error cost B × (unit pairs) multiply-adds: above this many unit pairs (20,000² pairs
 # scored, minutes on two cores at B = 1,000) a record gets a note instead of an interval
 MAX_UNIT_PAIRS = 4 * 10 ** 8
@@ -145,17 +153,25 @@ def point(units: UnitScores) -> float:
 
 
 def check_resamples(resamples: object) -> int:
-    """``resamples`` as B ≥ 0 (0: no intervals), or one clear error."""
+    """``resamples`` as 0 ≤ B ≤ :data:`MAX_RESAMPLES` (0: no intervals), or one clear error."""
     if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 0:
-        raise InputError(f"--bootstrap must be a whole number ≥ 0 (0 turns intervals off), got {resamples!r}")
+        raise InputError(f"--bootstrap must be a whole number ≥ 0 (0 turns intervals off), got {str(resamples)[:40]!r}")
+    if resamples > MAX_RESAMPLES:
+        raise InputError(f"--bootstrap {resamples} is more than the {MAX_RESAMPLES:,} resamples embedlab draws (p-values "
+                         f"resolve to 2/(B + 1) ≈ {2 / (MAX_RESAMPLES + 1):.0e} there; more only costs time)")
     return int(resamples)
 
 
 def distribution(statistic_of: Callable[[np.ndarray], np.ndarray], n: int, resamples: int, seed: int) -> np.ndarray:
     """``statistic_of`` (B × n indices → B values) on B resamples of n units drawn from ``seed``: the one
-    index matrix ``scipy.stats.bootstrap`` draws (the same seed, B and n give the same matrix)."""
-    result = stats.bootstrap((np.arange(n),), lambda indices, axis=-1: statistic_of(indices), n_resamples=resamples,
-                             vectorized=True, method="percentile", rng=np.random.default_rng(seed))
+    index matrix ``scipy.stats.bootstrap`` draws (the same seed, B and n give the same matrix), drawn and
+    scored in chunks of bounded memory."""
+    with warnings.catch_warnings():
+        if resamples < 2:  # scipy's standard error of one resample (ddof=1), which embedlab does not use
+            warnings.filterwarnings("ignore", category=RuntimeWarning)
+        result = stats.bootstrap((np.arange(n),), lambda indices, axis=-1: statistic_of(indices), n_resamples=resamples,
+                                 vectorized=True, method="percentile", rng=np.random.default_rng(seed),
+                                 batch=max(1, _RESAMPLE_ENTRIES // max(1, n)))
     return np.asarray(result.bootstrap_distribution, dtype=np.float64)
 
 
@@ -177,7 +193,9 @@ class Interval:
 
 
 def no_interval_reason(values: np.ndarray, n: int, resampled: str) -> str | None:
-    """Why a bootstrap distribution gives no interval: NaN resamples, or no spread (a constant score)."""
+    """Why a bootstrap distribution gives no interval: one resample, NaN resamples, or no spread (a constant score)."""
+    if values.size < 2:
+        return f"one resample of the {n} {resampled} has no spread: --bootstrap needs at least 2 (default 1000)"
     undefined = int(np.isnan(values).sum())
     if undefined:
         return f"undefined in {undefined} of {values.size} resamples of the {n} {resampled} (near-constant scores)"

@@ -102,11 +102,10 @@ def trec_run_lines(query_ids: Sequence[str], doc_ids: Sequence[Sequence[str]], s
 
 
 def write_trec_run(path: str | Path, query_ids: Sequence[str], doc_ids: Sequence[Sequence[str]], scores: np.ndarray,
-                   tag: str) -> Path:
-    """The run in TREC format, written atomically (a reader never sees half a file)."""
-    from embedlab.runtime.cache.atomic import atomic_write_bytes
+                   tag: str, *, option: str = "--run-out") -> Path:
+    """The run in TREC format, through the one output writer (atomic: a reader never sees half a file)."""
+    from embedlab.runtime.outputs import write_output_text
 
     target = Path(path).expanduser()
-    text = "".join(trec_run_lines(query_ids, doc_ids, scores, tag))
-    atomic_write_bytes(target, text.encode("utf-8"))
+    write_output_text(target, "".join(trec_run_lines(query_ids, doc_ids, scores, tag)), option=option)
     return target

@@ -27,6 +27,8 @@ from embedlab.evaluation.ranking import DEFAULT_CUTOFFS, parse_cutoffs, per_quer
 from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import encode_texts, score_pairs, unit_rows
 from embedlab.evaluation.search import DOC_BLOCK, faiss_top_k, hamming_scores, id_priorities, rescore, top_k
+from embedlab.runtime.cache.hashing import file_sha256
+from embedlab.runtime.outputs import check_output_file
 
 _MEASURE_TEXT = {
     "ndcg": "nDCG at k (trec_eval ndcg_cut), graded gains, 0–1",
@@ -37,6 +39,7 @@ _MEASURE_TEXT = {
 }
 DATA_COUNT = "a count of the data, not an estimate: no interval"
 BINARY = ("binary", "ubinary")  # output precisions whose vectors are sign bits (methods' precision= option)
+DEFAULT_RERANK_DEPTH = 100
 SEARCHES = ("exact", "hnsw")  # hnsw: faiss's approximate graph index (pip install faiss-cpu); the corpus in memory
 
 
@@ -58,7 +61,7 @@ class RetrievalTask(Task):
     }
 
     def __init__(self, dataset: str, *, path: str | None = None, split: str = "test", k: str | tuple = DEFAULT_CUTOFFS,
-                 run_out: str | None = None, rerank: Method | None = None, rerank_depth: int = 100,
+                 run_out: str | None = None, rerank: Method | None = None, rerank_depth: int | None = None,
                  corpus_vectors: str | None = None, search: str = "exact", rescore: int = 0) -> None:
         super().__init__(dataset)
         if search not in SEARCHES:
@@ -70,13 +73,32 @@ class RetrievalTask(Task):
         if rerank is not None and not getattr(rerank, "pairwise", False):
             raise InputError(f"--rerank needs a pairwise method (match:…, match:…,mode=bertscore); {rerank.spec!r} has no "
                              "pairwise score of its own (its pair score is the cosine the first stage already ranks by)")
+        if rerank is None and rerank_depth is not None:
+            raise InputError("--rerank-depth is how many documents --rerank re-scores; without --rerank it does nothing: "
+                             "add --rerank SPEC or drop --rerank-depth")
+        rerank_depth = DEFAULT_RERANK_DEPTH if rerank_depth is None else rerank_depth
         if rerank_depth < 1:
             raise InputError(f"--rerank-depth must be a positive integer, got {rerank_depth}")
         self.rerank, self.rerank_depth = rerank, int(rerank_depth)
+        if run_out is not None:  # the run is written after the search: its path is checked now, before any work
+            check_output_file(Path(run_out), inputs=self._input_files(), option="--run-out")
         if isinstance(rescore, bool) or not isinstance(rescore, int) or rescore < 0:
             raise InputError(f"--rescore must be a whole number ≥ 0 (0: off), got {str(rescore)[:40]}")
         self.rescore = rescore
         self._loaded: RetrievalSet | None = None
+
+    def _input_files(self) -> list[Path]:
+        """What this task reads, which ``--run-out`` must never replace: the BEIR folder's files and the
+        corpus-vectors folder's."""
+        files = []
+        if self.path is not None:
+            root = Path(self.path).expanduser()
+            files += [root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{self.split}.tsv"]
+        if self.corpus_vectors is not None and Path(self.corpus_vectors).expanduser().is_dir():
+            files += [entry for entry in Path(self.corpus_vectors).expanduser().iterdir() if entry.is_file()]
+        elif self.corpus_vectors is not None:
+            files.append(Path(self.corpus_vectors))
+        return files
 
     @classmethod
     def metric(cls, name: str) -> Metric:
@@ -125,6 +147,7 @@ class RetrievalTask(Task):
     # -- the run ----------------------------------------------------------------------------------------
     def run(self, method: Method) -> list[Record]:
         self.check(method)
+        check_rescore(method, self.rescore)
         data = self.load()
         query_ids = list(data.queries)
         depth = max(max(self.k), self.rerank_depth if self.rerank is not None else 0)
@@ -142,7 +165,7 @@ class RetrievalTask(Task):
         ranked = {query_id: [data.doc_ids[i] for i in row if i >= 0] for query_id, row in zip(query_ids, indices)}
         if self.run_out is not None:
             write_trec_run(self.run_out, query_ids, [ranked[q][:max(self.k)] for q in query_ids],
-                           scores[:, :max(self.k)], method.spec)
+                           scores[:, :max(self.k)], method.spec, option="--run-out")
         records = self._counts(method, data, "all") + self._metric_records(method, "all", ranked, data)
         if self.rerank is not None:
             records += self._reranked(method, data, ranked)
@@ -222,6 +245,13 @@ class RetrievalTask(Task):
                                      f"pairwise method; rerank with it instead (--rerank {method.spec})")
 
 
+def check_rescore(method: Method, rescore: int) -> None:
+    """``rescore`` re-ranks the Hamming candidates of binary vectors; for a float method it would do nothing."""
+    if rescore and getattr(method, "output_precision", "float32") not in BINARY:
+        raise InputError(f"--rescore {rescore} re-ranks the Hamming candidates of binary vectors, but {method.spec!r} gives "
+                         f"{getattr(method, 'output_precision', 'float32')} vectors; add precision=ubinary to the spec or drop --rescore")
+
+
 def _unit32(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(unit_rows(vectors), dtype=np.float32)
 
@@ -249,10 +279,16 @@ def _document_texts(data: RetrievalSet, wanted: set[str]) -> dict[str, str]:
 
 
 def _stored_corpus(method: Method, data: RetrievalSet, folder: str) -> np.ndarray:
-    """The corpus vectors of a shard folder ``embed --out`` wrote with this very method over this corpus."""
+    """The corpus vectors of a shard folder ``embed --out`` wrote with this very method over this corpus:
+    same spec and fingerprint, the corpus's ids in its order, and each document's text (by its stored hash)."""
     from embedlab.engines.shards import OutputFolder, read_shards
 
-    manifest = OutputFolder(folder).read_manifest() or {}
+    if not Path(folder).expanduser().is_dir():
+        raise InputError(f"--corpus-vectors {folder} is not a folder; give the shard folder `embed --input corpus.jsonl "
+                         "--out FOLDER` wrote (a single .npy or .parquet file holds no manifest to check it against)")
+    manifest = OutputFolder(folder).read_manifest()
+    if manifest is None:
+        raise InputError(f"--corpus-vectors {folder} holds no manifest.json: not a shard folder `embed --out FOLDER` wrote")
     if manifest.get("spec") != method.spec or manifest.get("method_fingerprint") != method.fingerprint:
         raise InputError(f"--corpus-vectors {folder} holds {manifest.get('spec')!r} vectors (model {manifest.get('method_fingerprint')}), "
                          f"not {method.spec!r} ({method.fingerprint}); embed the corpus with the same spec")
@@ -266,4 +302,28 @@ def _stored_corpus(method: Method, data: RetrievalSet, folder: str) -> np.ndarra
     if [str(i) for i in ids] != data.doc_ids:
         raise InputError(f"--corpus-vectors {folder}: its ids are not the corpus's document ids in corpus order "
                          f"({len(ids)} rows for {data.size} documents); embed this corpus.jsonl")
+    _check_stored_texts(folder, manifest, data)
     return vectors
+
+
+def _check_stored_texts(folder: str, manifest: dict, data: RetrievalSet) -> None:
+    """Refuse stored vectors of other texts under the same ids, naming the first document that differs.
+
+    A folder written before per-text hashes were stored passes only if it was embedded from this very
+    corpus file (the manifest's input SHA-256); otherwise its texts cannot be checked and it is refused."""
+    from embedlab.engines.shards import read_shard_text_hashes, text_hashes
+
+    stored = read_shard_text_hashes(folder)
+    if stored is None:
+        embedded_from = (manifest.get("input") or {}).get("sha256")
+        if data.corpus_file is not None and embedded_from == file_sha256(data.corpus_file):
+            return
+        raise InputError(f"--corpus-vectors {folder} stores no per-text hashes (an older embedlab wrote it) and was not embedded "
+                         f"from this corpus file, so its texts cannot be checked; embed the corpus again into a new folder")
+    start = 0
+    for block in data.document_blocks(DOC_BLOCK):
+        differ = np.flatnonzero(text_hashes(block) != stored[start:start + len(block)])
+        if differ.size:
+            raise InputError(f"--corpus-vectors {folder}: document {data.doc_ids[start + int(differ[0])]!r} has another text than "
+                             "the one its stored vector was embedded from (the first that differs); embed this corpus again")
+        start += len(block)

@@ -87,6 +87,8 @@ def bertscore(
     Returns three float32 arrays of shape (n,).
     """
     cands, refs = check_pairs(cands, refs)
+    if not cands:  # the package's score([], []) ends in an IndexError (refs[0]); here one clear error instead
+        raise InputError("bertscore needs at least one (candidate, reference) pair; both lists are empty")
     check_long_texts(long_texts)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InputError(f"batch_size must be a positive whole number, got {batch_size!r}")
@@ -100,7 +102,7 @@ def bertscore(
     check_weighted({"candidate": cand_ids, "reference": ref_ids},
                    (lambda ids: plain_weights(ids, tokenizer)) if idf_table is None else (lambda ids: idf_table[ids]))
     scores = _score(loaded, layer, cands, refs, idf_table, batch_size, show_progress_bar,
-                    batch_size if package_padding else None, long_texts) if cands else np.zeros((0, 3))
+                    batch_size if package_padding else None, long_texts)
     if baseline_source is not None:
         values = load_or_build_baseline(loaded, layer, baseline_source, batch_size, show_progress_bar).values
         scores = (scores - values) / (1 - values)

@@ -203,7 +203,19 @@ class PooledMethod(VectorMethod):
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         if self.is_fitted:
             return self.chain_.transform(self.pipeline.pool(texts, self.idf_, batch_size, show_progress_bar))
+        self._check_enough_target_texts(len(set(texts)))
         return self._fit_on(texts, batch_size, show_progress_bar)[2]
+
+    def _check_enough_target_texts(self, count: int) -> None:
+        """Refuse, before any model run, to fit target statistics on fewer texts than they need (see
+        :meth:`PoolingPipeline.target_minimum`): on a pair, z-score, whitening and quantiles give a score
+        that reflects the count, not the texts (−1, 0)."""
+        needed, what = self.pipeline.target_minimum()
+        if count < needed:
+            raise InputError(
+                f"{self.spec}: {what} is fitted on the texts being encoded and needs at least {needed} of them; this call "
+                f"has {count} distinct. Fit it once on a sample of your texts (method.fit(texts), then encode), fit it on WikiText-2 "
+                f"instead (@ref: post=STEP@ref, weights=idf-ref), or use a preset that ships its statistics (whiten-ref)")
 
     # -- the two sides of an asymmetric search -----------------------------------------------------
     @property
@@ -215,6 +227,7 @@ class PooledMethod(VectorMethod):
         pipeline = prompted_pipeline(self.pipeline, prompt, self.spec)
         if self.is_fitted:
             return self.chain_.transform(pipeline.pool(texts, self.idf_, batch_size, show_progress_bar))
+        self._check_enough_target_texts(len(set(texts)))
         idf = pipeline.idf(texts)
         return pipeline.fit_post(pipeline.pool(texts, idf, batch_size, show_progress_bar),
                                  lambda: self.reference_vectors(idf, batch_size, show_progress_bar))[1]

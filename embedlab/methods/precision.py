@@ -15,6 +15,8 @@ Two independent choices, each a spec option and (for the output) an ``encode`` a
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from embedlab.errors import InputError
@@ -99,7 +101,19 @@ def quantized(vectors: np.ndarray, precision: str, ranges: np.ndarray | None = N
                          "encode several texts together, or embed a corpus with --out (ranges fitted once)")
     from sentence_transformers import quantize_embeddings
 
+    logger = logging.getLogger(quantize_embeddings.__module__)
+    if not any(isinstance(existing, _BucketNotice) for existing in logger.filters):
+        logger.addFilter(_BucketNotice())
     return quantize_embeddings(vectors, precision=precision, ranges=ranges)
+
+
+class _BucketNotice(logging.Filter):
+    """Drops sentence-transformers' "Computing int8 quantization buckets based on N embeddings" warning, printed
+    on every int8/uint8 call of fewer than 100 vectors: embedlab documents where its ranges come from (the
+    call's vectors, or a folder's whole input), so the line only repeats itself (docs/precision.md)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "quantization buckets" not in record.getMessage()
 
 
 def comparable(vectors: np.ndarray, precision: str) -> np.ndarray:

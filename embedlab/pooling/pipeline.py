@@ -41,7 +41,7 @@ from embedlab.errors import InputError
 from embedlab.models.loading import LoadedModel
 from embedlab.pooling import long_texts
 from embedlab.pooling.aggregation import FlatTokens, aggregate, select_tokens, token_weights
-from embedlab.pooling.postprocess import Chain, ChainStep, fit_chain
+from embedlab.pooling.postprocess import MIN_TARGET_VECTORS, Chain, ChainStep, fit_chain
 from embedlab.pooling.sources import TokenSource, release_layouts, tokenized_already, tokenized_texts
 from embedlab.pooling.weights import idf_from_documents, reference_token_statistics
 from embedlab.runtime.memory import release_free_memory
@@ -105,6 +105,14 @@ class PoolingPipeline:
         """Whether fitting learns statistics of the target texts themselves (idf^T, a step fitted without @ref)."""
         return self.selection.weighting == "idf-target" or any(
             not step.on_reference and step.needs_fit for step in self.post)
+
+    def target_minimum(self) -> tuple[int, str]:
+        """The fewest texts the target-fitted statistics can be fitted on, and which statistic asks the most
+        (``(0, "")`` when nothing is fitted on the target): idf^T's document frequencies and each step's
+        :meth:`~embedlab.pooling.postprocess.PostProcessor.min_target_vectors`."""
+        needs = [(MIN_TARGET_VECTORS, "weights=idf-target")] if self.selection.weighting == "idf-target" else []
+        needs += [(step.min_target_vectors(self.source.width), f"post={step.name}") for step in self.post]
+        return max((need for need in needs if need[0] > 0), default=(0, ""))
 
     def idf(self, texts: Sequence[str]) -> np.ndarray | None:
         """Stage 2's idf with ``texts`` as the target (see :meth:`TokenSelection.idf`)."""

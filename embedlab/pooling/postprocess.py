@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from sklearn.preprocessing import QuantileTransformer
 
 _ABTT = re.compile(r"^abtt-([1-9][0-9]*)$")
+# fewest texts being encoded a per-feature statistic is fitted on (2 give z-score opposites, quantile-u 0/1 corners)
+MIN_TARGET_VECTORS = 10
 
 
 def _svd_solver(vectors: np.ndarray) -> str:
@@ -56,6 +58,10 @@ class PostProcessor:
     def from_name(cls, name: str) -> PostProcessor | None:
         """A fresh step if a spec's ``name`` names this kind of step, else None."""
         return cls() if name in cls.spellings else None
+
+    def min_target_vectors(self, width: int) -> int:
+        """The fewest vectors of ``width`` the step is fitted on when they are the texts being encoded (README)."""
+        return MIN_TARGET_VECTORS if self.needs_fit else 0
 
     def tensors(self, prefix: str) -> dict[str, np.ndarray]:
         """The fitted state as flat arrays, their keys prefixed (a chain saves its steps side by side)."""
@@ -194,6 +200,9 @@ class Whitening(PostProcessor):
     spellings = {"whiten": "PCA whitening: zero mean, identity covariance"}
     affine = True
 
+    def min_target_vectors(self, width: int) -> int:  # fewer vectors than dimensions: a singular covariance
+        return max(MIN_TARGET_VECTORS, width + 1)
+
     def _fit(self, vectors):
         return self._fit_with(vectors, _svd_solver(vectors))
 
@@ -230,6 +239,9 @@ class AllButTheTop(PostProcessor):
     def from_name(cls, name: str) -> PostProcessor | None:
         match = _ABTT.match(name)
         return cls(int(match.group(1))) if match else None
+
+    def min_target_vectors(self, width: int) -> int:  # centred vectors span n − 1 directions: D removed leave n − 1 − D
+        return max(MIN_TARGET_VECTORS, self.directions + 2)
 
     def _fit(self, vectors):
         return self._fit_with(vectors, _svd_solver(vectors))
@@ -296,6 +308,9 @@ class ChainStep(NamedTuple):
     @property
     def affine(self) -> bool:
         return make_step(self.name).affine
+
+    def min_target_vectors(self, width: int) -> int:  # an @ref step is fitted on the reference corpus: none
+        return 0 if self.on_reference else make_step(self.name).min_target_vectors(width)
 
 
 def parse_chain(value: str) -> list[ChainStep]:

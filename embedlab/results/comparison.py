@@ -26,6 +26,7 @@ from embedlab.evaluation.significance import (
     holm,
     paired_difference,
 )
+from embedlab.results.metric_names import resolve_metric
 
 ALPHA = 0.05
 COLUMNS = ("task", "dataset", "subset", "metric", "method", "value", "ci_low", "ci_high", "diff", "diff_ci_low",
@@ -63,6 +64,7 @@ class Comparison:
 def compared_records(records: Sequence[Record], metric: str | None) -> list[Record]:
     """The records a comparison uses: per (method, task, dataset), ``metric`` (default the headline), from
     the ``all`` subset when there is one, else from every subset; Eq. 3 rows (``vs …``) are left out."""
+    metric = resolve_metric(metric, {r.metric for r in records}) if metric else None  # other tools' names too
     chosen = [r for r in records if r.metric == (metric or headline_of(r.task, r.dataset)) and not r.subset.startswith("vs ")]
     pooled = {(r.method, r.task, r.dataset) for r in chosen if r.subset == "all"}
     return [r for r in chosen if r.subset == "all" or (r.method, r.task, r.dataset) not in pooled]
@@ -160,6 +162,14 @@ def _p(value: float | None) -> str:
     return "" if value is None else (f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}")
 
 
+def _bootstrap_p(value: float | None, resamples: int) -> str:
+    """A bootstrap p-value; at its floor 2/(B + 1) (no resample on the far side of 0) the true p is only known
+    to be at most that: printed "≤ floor", never as if measured."""
+    if value is not None and value <= 2 / (resamples + 1) * (1 + 1e-9):
+        return f"≤ {_p(value)}"
+    return _p(value)
+
+
 def _table_row(row: Row) -> list[str]:
     """A row for people: value [CI], diff [CI], p, Holm's p, the analytic tests, the tie mark."""
     r, d, a = row.record, row.difference, row.analytic
@@ -172,7 +182,7 @@ def _table_row(row: Row) -> list[str]:
         analytic = (f"t={a.williams_t:.2f} (p={_p(a.williams_p)}), Z={a.steiger_z:.2f} (p={_p(a.steiger_p)}), "
                     f"Zou [{a.zou_low:+.4f}, {a.zou_high:+.4f}]")
     mark = {"best": "best", "tied": "tied with best"}.get(row.tie, "")
-    return [r.task, r.dataset, r.subset, r.metric, r.method, value, diff, _p(d.p if d else None), _p(row.p_holm),
+    return [r.task, r.dataset, r.subset, r.metric, r.method, value, diff, _bootstrap_p(d.p, d.resamples) if d else "", _p(row.p_holm),
             analytic, mark]
 
 

@@ -78,3 +78,15 @@ def test_compare_takes_evals_task_options_and_names_the_settings_group(tmp_path:
     assert "settings: defaults" in output.err and "settings" not in output.out.splitlines()[0]
     groups = {json.dumps(r.settings) for r in ResultsDB(db).records()}
     assert groups == {"{}", '{"k": "2"}'}
+
+
+@pytest.mark.parametrize("command", ["compare", "eval"])
+def test_a_seed_beyond_what_the_database_stores_is_refused(command, capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:  # argparse's usage error, before any work
+        main([command, "a", "b", "--seed", str(2 ** 70)])
+    assert stopped.value.code == 2 and "too large for a seed (at most 2**63 - 1" in capsys.readouterr().err
+
+
+def test_a_huge_bootstrap_is_refused_before_any_work(capsys) -> None:
+    assert main(["compare", "a", "b", "--bootstrap", "10000000"]) == 2  # "a" is never loaded
+    assert "--bootstrap 10000000 is more than the 1,000,000 resamples" in capsys.readouterr().err

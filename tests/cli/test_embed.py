@@ -145,3 +145,25 @@ def test_a_full_disk_leaves_no_file(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "No space left on device" in err and "nothing was written" in err and str(output) in err
     assert list(output.parent.iterdir()) == []
+
+
+def test_quantised_outputs_keep_their_integer_type_and_say_so(tmp_path, capsys):
+    """precision=ubinary → a uint8 (n, 48) .npy equal to encode's bytes; int8 → Parquet lists of int8; the
+    folder's message states the stored type and width (it said "384 float32 vectors")."""
+    source = tmp_path / "texts.txt"
+    source.write_text("A man plays a guitar.\nA woman reads.\nStocks fell.\n", encoding="utf-8")
+    binary = tmp_path / "bits.npy"
+    assert main(["embed", "random:minilm,precision=ubinary", "--input", str(source), "--out", str(binary)]) == 0
+    vectors = np.load(binary, allow_pickle=False)
+    assert vectors.dtype == np.uint8 and vectors.shape == (3, 48)
+    expected = embedlab.load("random:minilm,precision=ubinary").encode(["A man plays a guitar.", "A woman reads.", "Stocks fell."])
+    assert np.array_equal(vectors, expected)  # the same bytes: one encode call each, nothing cast
+    assert "wrote 3 x 48 uint8 vectors (precision=ubinary: 384 bits, 8 to a byte)" in capsys.readouterr().err
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    assert main(["embed", "random:minilm,precision=int8", "--input", str(source), "--out", str(tmp_path / "v.parquet")]) == 0
+    assert pq.read_table(tmp_path / "v.parquet").schema.field("vector").type == pa.list_(pa.int8(), 384)
+    assert "wrote 3 x 384 int8 vectors" in capsys.readouterr().err
+    assert main(["embed", "random:minilm,precision=ubinary", "--input", str(source), "--out", str(tmp_path / "folder")]) == 0
+    assert "3 x 48 uint8 vectors (precision=ubinary: 384 bits, 8 to a byte) in" in capsys.readouterr().err

@@ -163,7 +163,8 @@ def test_reruns_with_other_retrieval_settings_keep_every_row(beir_folder, tmp_pa
     """The issue's loss: a second run with another --k, --search, --rescore or --rerank erased the first's rows."""
     monkeypatch.setattr(cli_eval, "load_method", lambda spec: FakeMethod(spec=spec, pairwise=spec.startswith("pair")))
     db = tmp_path / "kept.sqlite"
-    runs = [[], ["--k", "1,5"], ["--search", "hnsw"], ["--rescore", "2"], ["--rerank", "pair", "--rerank-depth", "4"]]
+    # (--rescore is refused on a float method such as this fake; it is one more task setting like --search)
+    runs = [[], ["--k", "1,5"], ["--search", "hnsw"], ["--rerank", "pair", "--rerank-depth", "4"]]
     counts = []
     for options in runs:
         assert _run(["eval", "fake", "--tasks", f"retrieval:@{beir_folder}", "--db", str(db), "-q", "--bootstrap", "0", *options]) == 0
@@ -172,7 +173,7 @@ def test_reruns_with_other_retrieval_settings_keep_every_row(beir_folder, tmp_pa
     assert counts[0] > 0 and all(later > earlier for earlier, later in zip(counts, counts[1:]))  # every run only adds
     stored = ResultsDB(db).records()
     assert {json.dumps(r.settings, sort_keys=True) for r in stored} == {
-        "{}", '{"k": "1,5"}', '{"search": "hnsw"}', '{"rescore": 2}'}  # the rerank adds rows of its own subset
+        "{}", '{"k": "1,5"}', '{"search": "hnsw"}'}  # the rerank adds rows of its own subset
     assert any(r.subset == "rerank:pair@4" and not r.settings for r in stored)
     created = {(row["subset"], row["metric"], json.dumps(row["settings"])): row["created"] for row in ResultsDB(db).provenance()}
     assert _run(["eval", "fake", "--tasks", f"retrieval:@{beir_folder}", "--db", str(db), "-q", "--bootstrap", "0", "--k", "1,5",
@@ -185,8 +186,8 @@ def test_reruns_with_other_retrieval_settings_keep_every_row(beir_folder, tmp_pa
     table = capsys.readouterr().out.splitlines()
     assert table[0].split()[:5] == ["task", "dataset", "subset", "metric", "settings"]
     # one row per settings group; the defaults' settings cell is empty, so its 5th word is the value
-    assert sorted(line.split()[4] for line in table[2:])[1:] == ["k=1,5", "rescore=2", "search=hnsw"]
-    assert len(table) == 2 + 4
+    assert sorted(line.split()[4] for line in table[2:])[1:] == ["k=1,5", "search=hnsw"]
+    assert len(table) == 2 + 3
     assert _run(["results", "--db", str(db), "--format", "json", "--settings", "k=1,5"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {row["metric"] for row in rows if "@" in row["metric"]} == {
@@ -199,3 +200,20 @@ def test_reruns_with_other_retrieval_settings_keep_every_row(beir_folder, tmp_pa
     assert len(ResultsDB(db).records()) == counts[-1] - hnsw and hnsw > 25 and not ResultsDB(db).records(settings={"search": "hnsw"})
     assert _run(["results", "--db", str(db), "--delete"]) == 2
     assert "needs a filter" in capsys.readouterr().err
+
+
+def test_eval_retrieval_refusals_come_before_any_work(beir_folder, tmp_path, monkeypatch, capsys) -> None:
+    """Exit 2, one line naming the option: nothing was encoded, no database row or run file written."""
+    monkeypatch.setattr(cli_eval, "load_method", lambda spec: FakeMethod(spec=spec, pairwise=spec.startswith("pair")))
+    db = tmp_path / "results.sqlite"
+    task = ["eval", "fake", "--tasks", f"retrieval:@{beir_folder}"]
+    refusals = {("--no-db", "--rerank-depth", "4"): "--rerank-depth is how many documents --rerank re-scores",
+                ("--no-db", "--rescore", "2"): "--rescore 2 re-ranks the Hamming candidates of binary vectors",
+                ("--no-db", "--run-out", str(beir_folder / "corpus.jsonl")): "corpus.jsonl is the input file",
+                ("--db", str(db), "--run-out", str(db)): "results.sqlite is the input file"}
+    for argv, message in refusals.items():
+        assert _run([*task, *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1
+    assert not db.exists() or ResultsDB(db).records() == []
+    assert (beir_folder / "corpus.jsonl").read_text().startswith('{"_id": "d0"')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
@@ -46,12 +47,34 @@ def test_a_folder_reads_as_beir_builds_it(tmp_path):
     (lambda root: write_folder(root, qrels=QRELS + "q1\td2\t0.5\n"), "test.tsv, line 5: score '0.5' is not an integer"),
     (lambda root: write_folder(root, qrels="query-id\tcorpus-id\tscore\nq1\td1\t0\n"), "no query has a relevant document"),
     (lambda root: write_folder(root, qrels="q1\td1\t1\n"), "test.tsv, line 1: expected the header"),
+    (lambda root: write_folder(root, qrels=QRELS + "q1\td1\t1\n"),
+     "test.tsv, line 5: query 'q1' and document 'd1' are judged 1 here and 2 on line 2"),
 ])
 def test_bad_folders_are_refused_naming_file_and_line(tmp_path, change, message):
     root = write_folder(tmp_path / "set")
     change(root)
     with pytest.raises(DataFormatError, match=message.replace("(", r"\(").replace(".", r"\.")):
         beir_folder(root)
+
+
+def test_a_repeated_judgement_of_the_same_grade_is_kept_and_a_gz_corpus_is_named(tmp_path):
+    assert beir_folder(write_folder(tmp_path / "same", qrels=QRELS + "q1\td1\t2\n")).qrels["q1"] == {"d1": 2}
+    root = write_folder(tmp_path / "gz")
+    (root / "corpus.jsonl").rename(root / "corpus.jsonl.gz")
+    with pytest.raises(DataFormatError, match=r"corpus\.jsonl\.gz is there: decompress it"):
+        beir_folder(root)
+
+
+def test_a_relevant_document_with_its_query_s_own_id_is_warned_about(tmp_path):
+    """BEIR never returns a query's own id, so judging it relevant caps that query: said once, with the count."""
+    queries = QUERIES + [{"_id": "d3", "text": "pasta"}]
+    root = write_folder(tmp_path / "set", queries=queries, qrels=QRELS + "d3\td3\t1\nd3\td1\t1\n")
+    with pytest.warns(UserWarning, match="query 'd3' judges the document with its own id relevant \\(1 such queries\\)"):
+        data = beir_folder(root)
+    assert data.qrels["d3"] == {"d3": 1, "d1": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        beir_folder(write_folder(tmp_path / "plain"))  # no own-id judgement: silent
 
 
 def test_an_absent_split_names_what_a_folder_needs(tmp_path):

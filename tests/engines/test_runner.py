@@ -4,6 +4,7 @@ fitted once on the whole corpus."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -44,7 +45,10 @@ def test_sharded_output_equals_one_encode_call(tmp_path, corpus_file, sts_senten
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["complete"] and [entry["rows"] for entry in manifest["shards"]] == [8, 8, 8, 6]
     assert manifest["spec"] == "minilm" and manifest["code_version"].startswith(embedlab.__version__)
-    assert pq.read_table(tmp_path / "out" / "shard-00003.parquet").column_names == ["id", "vector"]
+    last = pq.read_table(tmp_path / "out" / "shard-00003.parquet")
+    assert last.column_names == ["id", "vector", "text_hash"]
+    digests = [hashlib.blake2b(text.encode(), digest_size=8).digest() for text in sts_sentences[24:30]]
+    assert last.column("text_hash").to_pylist() == [int.from_bytes(digest, "little") for digest in digests]
 
 
 def test_a_target_fitted_spec_is_fitted_once_on_the_whole_corpus(tmp_path, corpus_file, sts_sentences, isolated_cache):

@@ -4,6 +4,8 @@ intervals say why."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -109,3 +111,33 @@ def test_quadratic_statistics_beyond_the_budget_give_a_note_not_minutes_of_work(
     found = interval(UnitScores("pairs", "kendall_b", {"predicted": predicted, "gold": gold}), 100, 0)
     assert found.low is None and "more than 2,500 unit pairs" in found.note
     assert interval(UnitScores("pairs", "spearman", {"predicted": predicted, "gold": gold}), 100, 0).low is not None
+
+
+def test_resamples_are_drawn_in_chunks_of_bounded_memory_with_the_draws_of_one_matrix(monkeypatch) -> None:
+    """With a chunk of 64 indices over 10 units, no call sees more than 6 resamples at once, and the B values
+    equal scipy's unchunked draw from the same seed (bit-identical: the same index rows, each scored alone)."""
+    from embedlab.evaluation import bootstrap
+
+    units = UnitScores("items", "mean", {"score": np.arange(10, dtype=np.float64) ** 2})
+    seen: list[int] = []
+
+    def scored(indices: np.ndarray) -> np.ndarray:
+        seen.append(indices.shape[0])
+        return statistic(units, indices)
+
+    monkeypatch.setattr(bootstrap, "_RESAMPLE_ENTRIES", 64)
+    values = bootstrap.distribution(scored, 10, 100, seed=3)
+    assert max(seen) == 6 and sum(seen) == 100
+    whole = stats.bootstrap((np.arange(10),), lambda indices, axis=-1: statistic(units, indices), n_resamples=100,
+                            vectorized=True, method="percentile", rng=np.random.default_rng(3))
+    assert np.array_equal(values, whole.bootstrap_distribution)
+
+
+def test_a_huge_resample_count_is_refused_before_any_work_and_one_resample_warns_nothing() -> None:
+    with pytest.raises(InputError, match="--bootstrap 10000000 is more than the 1,000,000 resamples"):
+        check_resamples(10_000_000)
+    units = UnitScores("items", "mean", {"score": np.arange(20, dtype=np.float64)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy's standard error of one resample used to leak two RuntimeWarnings
+        found = interval(units, 1, 0)
+    assert (found.low, found.high) == (None, None) and "--bootstrap needs at least 2" in found.note

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -172,3 +173,74 @@ def test_binary_vectors_are_searched_by_hamming_distance_and_rescored(tmp_path):
                 expected = [ids[i] for i in trec_order(ids, signs @ np.where(queries[number] > 0, 1.0, -1.0))[:5]]
             assert [line[2] for line in lines if line[0] == f"q{number}"] == expected
     assert task.settings() == {"k": "5", "rescore": 2}
+
+
+def test_stored_corpus_vectors_of_other_texts_under_the_same_ids_are_refused(folder, tmp_path):
+    """A folder embedded from a corpus with the same ids but another text for 'c' is refused, naming 'c'
+    (not reused: it would give another document's similarity); a folder of this very corpus still serves,
+    and a file or an empty folder is named as what it is."""
+    import embedlab
+    from embedlab.engines.runner import embed_corpus
+
+    other = tmp_path / "other.jsonl"
+    texts = {doc_id: text for doc_id, (text, _) in DOCUMENTS.items()} | {"c": "another gamma"}
+    other.write_text("".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in texts.items()))
+    embed_corpus("random:minilm", other, tmp_path / "stale")
+    embed_corpus("random:minilm", folder / "corpus.jsonl", tmp_path / "fresh")
+    method = embedlab.load("random:minilm")
+    (stale,) = parse_tasks(f"retrieval:@{folder}", k="3", corpus_vectors=str(tmp_path / "stale"))
+    with pytest.raises(InputError, match=r"stale: document 'c' has another text"):
+        stale.run(method)
+    (fresh,) = parse_tasks(f"retrieval:@{folder}", k="3", corpus_vectors=str(tmp_path / "fresh"))
+    (own,) = parse_tasks(f"retrieval:@{folder}", k="3")
+    assert metrics(fresh.run(method)) == pytest.approx(metrics(own.run(method)))
+    (tmp_path / "empty").mkdir()
+    for given, message in ((other, "is not a folder"), (tmp_path / "empty", "holds no manifest.json")):
+        (task,) = parse_tasks(f"retrieval:@{folder}", k="3", corpus_vectors=str(given))
+        with pytest.raises(InputError, match=message):
+            task.run(method)
+
+
+def test_a_folder_without_text_hashes_passes_only_for_its_own_corpus_file(folder, tmp_path):
+    """Folders written before the hashes: the manifest's input SHA-256 must be this corpus file's."""
+    import pyarrow.parquet as pq
+
+    import embedlab
+    from embedlab.engines.runner import embed_corpus
+
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text((folder / "corpus.jsonl").read_text() + "\n")  # same records, another file
+    for name, source in (("own", folder / "corpus.jsonl"), ("copied", copy)):
+        embed_corpus("random:minilm", source, tmp_path / name)
+        manifest_path = tmp_path / name / "manifest.json"
+        manifest = json.loads(manifest_path.read_text())
+        for entry in manifest["shards"]:  # as an older embedlab wrote it: no text_hash column
+            shard = tmp_path / name / entry["file"]
+            pq.write_table(pq.read_table(shard).drop_columns(["text_hash"]), shard)
+            entry["sha256"] = hashlib.sha256(shard.read_bytes()).hexdigest()
+        manifest_path.write_text(json.dumps(manifest))
+    method = embedlab.load("random:minilm")
+    (own,) = parse_tasks(f"retrieval:@{folder}", k="3", corpus_vectors=str(tmp_path / "own"))
+    assert metrics(own.run(method))["documents"] == 4
+    (copied,) = parse_tasks(f"retrieval:@{folder}", k="3", corpus_vectors=str(tmp_path / "copied"))
+    with pytest.raises(InputError, match="stores no per-text hashes"):
+        copied.run(method)
+
+
+def test_run_out_over_an_input_is_refused_before_any_work(folder, tmp_path):
+    """--run-out goes through the one output writer's checks when the task is built: the queries file is
+    never overwritten, a folder is named as one."""
+    before = (folder / "queries.jsonl").read_bytes()
+    with pytest.raises(InputError, match=r"--run-out .*queries\.jsonl is the input file"):
+        parse_tasks(f"retrieval:@{folder}", run_out=str(folder / "queries.jsonl"))
+    with pytest.raises(InputError, match=r"--run-out .*qrels is a folder"):
+        parse_tasks(f"retrieval:@{folder}", run_out=str(folder / "qrels"))
+    assert (folder / "queries.jsonl").read_bytes() == before
+
+
+def test_options_that_would_do_nothing_are_refused(folder):
+    with pytest.raises(InputError, match="--rerank-depth is how many documents --rerank re-scores"):
+        parse_tasks(f"retrieval:@{folder}", rerank_depth=5)
+    (task,) = parse_tasks(f"retrieval:@{folder}", rescore=4)
+    with pytest.raises(InputError, match="--rescore 4 re-ranks the Hamming candidates of binary vectors, but 'fake' gives float32"):
+        task.run(fake())

@@ -20,10 +20,13 @@ def test_a_step_fitted_on_one_text_is_refused_with_what_to_do(post):
     with pytest.raises(ValueError) as error:
         method.encode(["A single text."])
     message = str(error.value)
-    for text in (f"'{step}'", "1 vector", "at least 2", "fit(texts)", f"{step}@ref"):
+    for text in (f"post={step} is fitted on the texts being encoded", "needs at least", "this call has 1 distinct",
+                 "fit(texts)", "@ref"):
         assert text in message
-    with pytest.raises(ValueError, match="1 vector"):
+    with pytest.raises(ValueError, match="this call has 1 distinct"):
         method.encode("A single text.")  # one string: the same fit on one text
+    with pytest.raises(ValueError, match=f"'{step}'.*1 vector.*at least 2.*fit\\(texts\\).*{step}@ref"):
+        method.fit(["A single text."])  # an explicit fit on one text: the step's own refusal
 
 
 def test_a_fitted_method_encodes_one_text():

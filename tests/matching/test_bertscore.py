@@ -204,6 +204,8 @@ def model_must_not_run(monkeypatch):
         (["a cat", "a dog"], ["", "a bird"], {}, "reference 0 is empty"),
         (["a cat"], ["a dog"], {"layer": 7}, "layer 7 is beyond minilm's depth: it has layers 0 .* to 6"),
         (["a cat"], ["a cat"], {"idf": True}, "no token with a weight above 0"),
+        # the package's score([], []) ends in an IndexError (refs[0]): a clear error here
+        ([], [], {}, r"bertscore needs at least one \(candidate, reference\) pair; both lists are empty"),
     ],
 )
 def test_bad_input(model_must_not_run, cands, refs, options, message):

@@ -136,3 +136,31 @@ def test_fitted_state_is_part_of_the_fingerprint(sts_sentences, minilm):
     # encoding with a fitted method does not change what it was fitted on
     fitted_a.encode(second)
     assert fitted_a.fingerprint == fitted_a_again.fingerprint
+
+
+def test_target_fitted_statistics_refuse_fewer_texts_than_they_need(capsys):
+    """z-score on one pair gave −1.0 for a paraphrase, quantile-u 0.0: the statistics were the count's. Each
+    statistic's documented minimum: 10 for idf^T, z-score, quantiles, ABTT-D (or D + 2); whitening more texts
+    than dimensions (384 + 1); none for @ref steps and normalize."""
+    from embedlab.cli.app import main
+    from embedlab.errors import InputError
+
+    pair = [("A man plays a guitar.", "A man is playing a guitar.")]
+    minimums = {"post=zscore": (10, "post=zscore"), "weights=idf-target": (10, "weights=idf-target"),
+                "post=quantile-u": (10, "post=quantile-u"), "post=whiten": (385, "post=whiten"),
+                "post=abtt-20": (22, "post=abtt-20"), "post=zscore+whiten@ref": (10, "post=zscore"),
+                "post=whiten@ref+normalize": (0, "")}
+    for options, expected in minimums.items():
+        method = embedlab.load(f"random:minilm,{options}")
+        assert method.pipeline.target_minimum() == expected
+        if expected[0]:
+            with pytest.raises(InputError, match=rf"{expected[1]} is fitted on the texts being encoded and needs at least "
+                                                 rf"{expected[0]} of them; this call has 2 distinct\..*fit\(texts\).*@ref.*whiten-ref"):
+                method.similarity_pairs(pair)
+    texts = [f"sentence number {i} about topic {i % 3}" for i in range(12)]
+    zscore = embedlab.load("random:minilm,post=zscore")
+    assert zscore.encode(texts).shape == (12, 384)  # enough texts: fitted on them, as before
+    fitted = embedlab.load("random:minilm,post=zscore").fit(texts)
+    assert fitted.similarity_pairs(pair).shape == (1,)  # fitted once: any number of texts after
+    assert main(["similarity", "random:minilm,post=quantile-u", *pair[0]]) == 2
+    assert "post=quantile-u is fitted on the texts being encoded and needs at least 10" in capsys.readouterr().err

@@ -110,3 +110,20 @@ def test_lower_computes_keep_every_layer_and_stay_close_to_fp32(options):
     pairs = [(TEXTS[0], TEXTS[1]), (TEXTS[2], TEXTS[3])]
     np.testing.assert_allclose(embedlab.load(f"match:minilm,{options}").similarity_pairs(pairs),
                                embedlab.load("match:minilm").similarity_pairs(pairs), atol=0.05)
+
+
+def test_int8_calls_print_no_quantization_bucket_warning_and_keep_sentence_transformers_bytes(caplog):
+    """sentence-transformers warns "Computing int8 quantization buckets based on N embeddings" on every call of
+    fewer than 100 vectors; embedlab drops that one line (its other messages pass) and its bytes stay the package's."""
+    import logging
+
+    method = embedlab.load("random:minilm")
+    texts = ["A man plays a guitar.", "A woman reads.", "Stocks fell today."]
+    with caplog.at_level(logging.INFO):
+        for precision in ("int8", "uint8", "int8"):
+            quantized = method.encode(texts, precision=precision)
+            assert np.array_equal(quantized, quantize_embeddings(method.encode(texts), precision=precision))
+        logging.getLogger(quantize_embeddings.__module__).warning("another message")
+    messages = [record.getMessage() for record in caplog.records]
+    assert not [message for message in messages if "quantization buckets" in message]
+    assert "another message" in messages

@@ -111,7 +111,7 @@ def test_idf_weights_on_top_weight_each_token(tmp_path, minilm):
     folder = _model2vec_folder(tmp_path / "m", minilm)
     texts = ["the cat sat", "the dog ran", "a cat ran"]
     static = load_static_model(str(folder))
-    vectors = embedlab.load(f"static:{folder},weights=idf-target").encode(texts)
+    vectors = embedlab.load(f"static:{folder},weights=idf-target").fit(texts).encode(texts)  # 3 texts: fitted explicitly
     ids = [minilm.tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
     documents = [set(item) for item in ids]
     idf = {t: np.log(3 / sum(t in d for d in documents)) for d in documents for t in d}

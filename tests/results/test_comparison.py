@@ -74,3 +74,26 @@ def test_bad_comparisons_are_one_clear_error() -> None:
         compare_records(few, few_units, ["a", "b"], resamples=100, seed=0)
     with pytest.raises(InputError, match="no per-unit scores"):
         compare_records(records, {}, ["a", "b"], resamples=100, seed=0)
+
+
+def test_a_p_value_at_the_bootstrap_floor_is_printed_as_a_bound() -> None:
+    """B = 10 and c far below a: no resample crosses 0, so p = 2/(B + 1) = 0.1818, the smallest B = 10 can give:
+    the table says "≤ 0.1818" (a bound), JSON keeps the number."""
+    records, units = _stored()
+    comparison = compare_records(records, units, ["a", "c"], resamples=10, seed=0)
+    row = next(r for r in comparison.rows if r.record.task == "sts" and r.record.method == "c")
+    assert row.difference.p == pytest.approx(2 / 11)
+    table_row = next(line for line in format_comparison(comparison, "table").splitlines() if " c " in f" {line} " and "sts" in line)
+    assert "≤ 0.1818" in table_row
+    assert json.loads(format_comparison(comparison, "json").splitlines()[1])["p"] == pytest.approx(2 / 11)
+    wide = compare_records(records, units, ["a", "b"], resamples=500, seed=0)
+    assert "≤" not in format_comparison(wide, "table")  # a and b overlap: a measured p, printed as is
+
+
+def test_compare_takes_other_spellings_of_a_metric_and_names_the_present_ones() -> None:
+    records, units = _stored()
+    by_name = compare_records(records, units, ["a", "b"], resamples=50, seed=0, metric="Spearman")
+    assert [(row.record.task, row.record.metric) for row in by_name.rows] == [("sts", "spearman")] * 2
+    with pytest.raises(InputError, match="--metric 'ndcg_at_10': no such metric in these results; the metrics present: "
+                                         "accuracy, pearson, spearman"):
+        compare_records(records, units, ["a", "b"], resamples=50, seed=0, metric="ndcg_at_10")
