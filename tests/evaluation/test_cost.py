@@ -3,6 +3,7 @@ kept with the evaluation cache's entry, and stored with every record."""
 
 from __future__ import annotations
 
+import mmap
 import time
 from pathlib import Path
 
@@ -17,9 +18,13 @@ from embedlab.results.database import ResultsDB
 
 def test_a_call_is_timed_and_its_peak_memory_sampled_above_the_level_before() -> None:
     def allocate() -> float:
-        held = np.ones(16 * 2**20 // 8)  # 16 MiB, written (resident), held while the sampler reads
-        time.sleep(0.25)  # long enough for the sampler thread to be scheduled on a loaded machine (wall time, no CPU)
-        return float(held[-1])
+        # 16 MiB of fresh anonymous pages, each written (resident), held while the sampler reads; an mmap of its own
+        # and not a numpy array, which malloc may place in heap memory earlier tests freed and left resident
+        with mmap.mmap(-1, 16 * 2**20) as held:
+            for page in range(0, len(held), mmap.PAGESIZE):
+                held[page] = 1
+            time.sleep(0.25)  # long enough for the sampler thread to be scheduled on a loaded machine (wall time, no CPU)
+            return float(held[-mmap.PAGESIZE])
 
     result, call = measured(allocate, texts=3)
     assert result == 1.0 and call.texts == 3
