@@ -16,9 +16,13 @@ import numpy as np
 UNIT_ATOL = 1e-5
 # the same for directions: 1 - cos of two float32 vectors that agree to UNIT_ATOL in their elements
 COSINE_FLOOR = 1 - 1e-6
+# micro-tuned (neural) vectors of a text tuned in another group: each step's products of other shapes round
+# differently and the gradient steps carry that on (docs/neural.md, "what is and is not bit-identical")
+TUNED_COSINE_FLOOR = 1 - 1e-5
 
 
 def scaled_atol(reference: np.ndarray) -> float:
     """UNIT_ATOL relative to the largest magnitude of ``reference`` (at least 1): for vectors or scores
     that are not at unit scale (sums of hundreds of token vectors, unnormalised int8-scale tables)."""
     return UNIT_ATOL * max(1.0, float(np.abs(np.asarray(reference, dtype=np.float64)).max(initial=0.0)))
+

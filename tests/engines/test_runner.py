@@ -34,6 +34,7 @@ def corpus_file(tmp_path, sts_sentences) -> Path:
     return path
 
 
+@pytest.mark.crosspath
 def test_sharded_output_equals_one_encode_call(tmp_path, corpus_file, sts_sentences, isolated_cache):
     result = embed_corpus("minilm", corpus_file, tmp_path / "out", shard_size=8, progress=False)
     assert (result.texts, result.shards_written, result.shards_reused) == (30, 4, 0)
@@ -49,6 +50,7 @@ def test_sharded_output_equals_one_encode_call(tmp_path, corpus_file, sts_senten
     assert pq.read_table(tmp_path / "out" / "shard-00003.parquet").column_names == ["id", "vector"]
 
 
+@pytest.mark.crosspath
 def test_a_target_fitted_spec_is_fitted_once_on_the_whole_corpus(tmp_path, corpus_file, sts_sentences, isolated_cache):
     spec = "minilm:weights=idf-target,post=zscore+normalize"
     embed_corpus(spec, corpus_file, tmp_path / "out", shard_size=7, progress=False)
@@ -120,6 +122,7 @@ def test_binary_shards_pack_the_cut_vectors_bits(tmp_path, corpus_file, sts_sent
 
 
 @pytest.mark.slow
+@pytest.mark.crosspath
 def test_a_run_killed_with_sigkill_resumes_at_the_first_unfinished_shard(tmp_path, sts_test_rows, isolated_cache):
     texts = list(dict.fromkeys(text for _, a, b in sts_test_rows for text in (a, b)))[:600]
     source = tmp_path / "texts.txt"
