@@ -29,6 +29,13 @@ pytest_plugins = ["xdist_groups"]  # tests/xdist_groups.py: --dist loadgroup tha
 TEST_TIMES_VARIABLE = "EMBEDLAB_TEST_TIMES"
 
 
+def pytest_configure(config):
+    # the numeric comparisons of two code paths (docs/testing.md, "Comparing two code paths"): what
+    # scripts/second_kernels.sh runs again under other CPU kernels
+    config.addinivalue_line("markers", "crosspath: compares vectors or scores of two code paths (run under other CPU kernels "
+                                       "by scripts/second_kernels.sh)")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """With ``EMBEDLAB_TEST_TIMES=FILE``, append one JSON line per test (setup, call and teardown together):

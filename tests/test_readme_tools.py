@@ -37,6 +37,7 @@ def test_the_section_has_the_four_tools():
         assert any(marker in block for block in blocks)
 
 
+@pytest.mark.crosspath
 def test_sentence_transformers_snippet_matches_sentence_transformers():
     from sentence_transformers import SentenceTransformer
 

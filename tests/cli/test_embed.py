@@ -11,8 +11,10 @@ from embedlab.cli.app import main
 from embedlab.data import DataFormatError
 from embedlab.data.corpus import Corpus
 from embedlab.engines.shards import read_shards
+from tolerance import UNIT_ATOL
 
 
+@pytest.mark.crosspath
 def test_embed_lines_file(tmp_path, capsys):
     source = tmp_path / "texts.txt"
     source.write_text("A man plays a guitar.\nA woman reads.\n", encoding="utf-8")
@@ -20,7 +22,8 @@ def test_embed_lines_file(tmp_path, capsys):
     assert main(["embed", "minilm", "--input", str(source), "--output", str(output), "--no-progress"]) == 0
     vectors = np.load(output, allow_pickle=False)
     assert vectors.shape == (2, 384) and vectors.dtype == np.float32
-    np.testing.assert_allclose(vectors, embedlab.load("minilm").encode(["A man plays a guitar.", "A woman reads."]), atol=1e-6)
+    # the command's encode call vs this one: float32 rounding at most (unit-scale vectors)
+    np.testing.assert_allclose(vectors, embedlab.load("minilm").encode(["A man plays a guitar.", "A woman reads."]), atol=UNIT_ATOL)
 
 
 def test_embed_json_lines_and_stdin(tmp_path, monkeypatch):
@@ -44,6 +47,7 @@ def test_bad_input_names_file_and_line(tmp_path, capsys):
     assert "input file not found" in capsys.readouterr().err
 
 
+@pytest.mark.crosspath
 def test_embed_to_a_folder_writes_resumable_shards(tmp_path, capsys, sts_sentences):
     source = tmp_path / "texts.csv"
     source.write_text("id,text\n" + "".join(f'{index},"{text}"\n' for index, text in enumerate(sts_sentences[:5])), encoding="utf-8")
@@ -54,18 +58,19 @@ def test_embed_to_a_folder_writes_resumable_shards(tmp_path, capsys, sts_sentenc
         "fitted-0.safetensors", "manifest.json", "shard-00000.parquet", "shard-00001.parquet", "shard-00002.parquet"]
     ids, vectors = read_shards(out)
     assert ids == ["0", "1", "2", "3", "4"]
-    np.testing.assert_allclose(vectors, embedlab.load("minilm").encode(sts_sentences[:5]), atol=1e-6)
+    np.testing.assert_allclose(vectors, embedlab.load("minilm").encode(sts_sentences[:5]), atol=UNIT_ATOL)  # shards vs one batch
     assert main(["embed", "minilm", "--input", str(source), "--out", str(out), "--shard-size", "2"]) == 0
     assert "0 shard(s) written, 3 finished shard(s) kept" in capsys.readouterr().err
     assert main(["embed", "minilm", "--input", str(source), "--out", str(out), "--quiet"]) == 2
     assert "holds another run (shard_size: 2 there, 10000 now)" in capsys.readouterr().err
 
 
+@pytest.mark.crosspath
 def test_similarity_prints_the_cosine(capsys):
     assert main(["similarity", "minilm", "A man plays a guitar.", "A man plays guitar."]) == 0
     printed = float(capsys.readouterr().out)
     expected = embedlab.load("minilm").similarity_pairs([("A man plays a guitar.", "A man plays guitar.")])[0]
-    assert abs(printed - expected) < 1e-6 and printed > 0.9
+    assert abs(printed - expected) < 1e-6 and printed > 0.9  # the same call in this process, printed to 6 decimals (≤ 5e-7)
 
 
 def test_a_pairwise_method_has_no_vectors_to_embed(tmp_path, capsys):
@@ -76,6 +81,7 @@ def test_a_pairwise_method_has_no_vectors_to_embed(tmp_path, capsys):
     assert "pairwise" in capsys.readouterr().err and not output.exists()
 
 
+@pytest.mark.crosspath
 def test_embed_writes_exactly_the_parquet_path_asked(tmp_path):
     import pyarrow.parquet as pq
 
@@ -87,9 +93,10 @@ def test_embed_writes_exactly_the_parquet_path_asked(tmp_path):
     table = pq.read_table(output).to_pydict()
     assert table["id"] == ["a", "b"] and table["text"] == ["A man plays a guitar.", "A woman reads."]
     vectors = np.array(table["vector"], dtype=np.float32)
-    np.testing.assert_allclose(vectors, embedlab.load("minilm").encode(table["text"]), atol=1e-6)
+    np.testing.assert_allclose(vectors, embedlab.load("minilm").encode(table["text"]), atol=UNIT_ATOL)  # the command's batches vs these
 
 
+@pytest.mark.crosspath
 def test_embed_npy_keeps_the_name_and_parquet_ids_default_to_line_numbers(tmp_path):
     import pyarrow.parquet as pq
 
@@ -103,6 +110,7 @@ def test_embed_npy_keeps_the_name_and_parquet_ids_default_to_line_numbers(tmp_pa
     assert main(["embed", "random:minilm", "--input", str(source), "--output", str(parquet), "--no-progress"]) == 0
     table = pq.read_table(parquet)
     assert table.column_names == ["id", "vector"] and table["id"].to_pylist() == [1, 2, 3]
+    # bit-identical by construction: the same command on the same three texts, written as float32 both times
     np.testing.assert_array_equal(np.array(table["vector"].to_pylist(), dtype=np.float32), vectors)
 
 

@@ -14,6 +14,7 @@ from conformance.tiny_models import ARCHITECTURES, build_tiny
 
 
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
+@pytest.mark.crosspath
 def test_every_cell_runs_or_refuses_and_the_documented_row_is_this_run(architecture, tmp_path, monkeypatch) -> None:
     # avg: averages token vectors over a tiny corpus instead of WikiText-2 (seconds, not minutes)
     monkeypatch.setattr("embedlab.pooling.static.wikitext2_paragraphs", lambda split, unk_token="<unk>": list(TINY_CORPUS))

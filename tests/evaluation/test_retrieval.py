@@ -14,6 +14,7 @@ from embedlab.errors import InputError
 from embedlab.evaluation.base import NotApplicableError
 from embedlab.evaluation.harness import evaluate, parse_tasks
 from embedlab.results.database import ResultsDB
+from tolerance import UNIT_ATOL
 
 ROOT_HALF = np.float32(1 / np.sqrt(2))
 DOCUMENTS = {"a": ("alpha", [1, 0]), "b": ("beta", [1, 0]), "c": ("gamma", [0, 1]), "d": ("delta", [ROOT_HALF, ROOT_HALF])}
@@ -98,6 +99,7 @@ def test_pairwise_methods_are_refused_where_they_cannot_serve(folder):
         task.run(FakeMethod(pairwise=True))
 
 
+@pytest.mark.crosspath
 def test_a_corpus_embedded_by_embed_out_is_reused(folder, tmp_path):
     """`embed minilm --input corpus.jsonl --out FOLDER` reads BEIR's records (id `_id`, text title + text); the
     retrieval run over that folder equals the run that encodes the corpus itself."""
@@ -109,7 +111,7 @@ def test_a_corpus_embedded_by_embed_out_is_reused(folder, tmp_path):
     embed_corpus("minilm", folder / "corpus.jsonl", tmp_path / "vectors")
     ids, vectors = read_shards(tmp_path / "vectors")
     assert ids == ["a", "b", "c", "d"]
-    np.testing.assert_allclose(vectors, method.encode(["alpha", "beta", "gamma", "delta"]), atol=1e-5)
+    np.testing.assert_allclose(vectors, method.encode(["alpha", "beta", "gamma", "delta"]), atol=UNIT_ATOL)  # shards vs one call
     (own,) = parse_tasks(f"retrieval:@{folder}", k="3")
     (reused,) = parse_tasks(f"retrieval:@{folder}", k="3", corpus_vectors=str(tmp_path / "vectors"))
     assert metrics(reused.run(method)) == pytest.approx(metrics(own.run(method)))

@@ -39,11 +39,13 @@ def package(long_pairs) -> np.ndarray:
     return np.stack([part.numpy() for part in scores])
 
 
+@pytest.mark.crosspath
 def test_pairs_beyond_the_models_own_input_equal_the_package(long_pairs, package):
     ours = np.stack(embedlab.bertscore(*long_pairs, model="minilm"))
     assert np.abs(ours - package).max() <= TOLERANCE
 
 
+@pytest.mark.crosspath
 def test_the_match_spec_equals_the_package_f1(long_pairs, package):
     got = embedlab.load("match:minilm,mode=bertscore,weights=none").similarity_pairs(list(zip(*long_pairs)))
     assert np.abs(got - package[2]).max() <= TOLERANCE

@@ -59,6 +59,7 @@ def local_stsb_task():
 
 
 @pytest.mark.slow
+@pytest.mark.crosspath
 def test_minilm_through_mteb_scores_the_harness_spearman():
     import mteb
 

@@ -48,6 +48,7 @@ def package(pairs) -> dict[bool, np.ndarray]:
 
 
 @pytest.mark.parametrize(("layer", "idf"), [(6, False), (6, True), (2, False), (4, True), (0, False)])
+@pytest.mark.crosspath
 def test_equals_the_package(pairs, package, layer, idf):
     cands, refs = pairs
     ours = embedlab.bertscore(cands, refs, model="minilm", layer=layer if layer != 6 else None, idf=idf)
@@ -56,6 +57,7 @@ def test_equals_the_package(pairs, package, layer, idf):
         assert np.abs(got - expected).max() <= TOLERANCE, f"{name} at layer {layer}, idf={idf}"
 
 
+@pytest.mark.crosspath
 def test_package_padding_floor_matters_at_the_last_layer(pairs, package):
     """Some last-layer pairs have a token whose best cosine is negative; the package floors it at 0 where
     the pair is padded. Without the floor those pairs differ, the others do not."""
@@ -66,6 +68,7 @@ def test_package_padding_floor_matters_at_the_last_layer(pairs, package):
 
 
 @pytest.mark.parametrize(("weights", "idf"), [("none", False), ("idf-refs", True)])
+@pytest.mark.crosspath
 def test_spec_equals_the_package_f1(pairs, package, weights, idf):
     cands, refs = pairs
     method = embedlab.load(f"match:minilm,mode=bertscore,weights={weights}")
@@ -85,6 +88,7 @@ def test_wikitext_idf_variant_is_kept(pairs, package):
     assert np.abs(default - package[False][2, 6, :20]).max() > 1e-3
 
 
+@pytest.mark.crosspath
 def test_rescaling_equals_the_package_with_the_same_baseline_file(pairs, tmp_path):
     cands, refs = pairs[0][:30], pairs[1][:30]
     baseline = tmp_path / "minilm.tsv"
@@ -178,6 +182,7 @@ def test_scores_idf_and_padding_floors_by_hand():
     np.testing.assert_allclose(idf[[5, 6, 7, 8]], np.log([4 / 3, 4 / 2, 4 / 2, 4 / 1]))
 
 
+@pytest.mark.crosspath
 def test_explain_follows_the_package_special_tokens():
     explanation = embedlab.load("match:minilm,mode=bertscore,weights=none").explain("A cat sits.", "A dog sits.")
     assert explanation.tokens_a[0] == "[CLS]" and explanation.tokens_a[-1] == "[SEP]"

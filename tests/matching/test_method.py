@@ -29,6 +29,7 @@ def test_spec_and_pairwise_contract():
         method.similarity_pairs([("a", "b"), ("only one",)])
 
 
+@pytest.mark.crosspath
 def test_batching_equals_one_pair_at_a_time(sts_test_rows):
     pairs = [(a, b) for _, a, b in sts_test_rows[:6]] + [("Stop.", sts_test_rows[0][1])]
     method = embedlab.load("match:minilm,weights=idf")
@@ -49,6 +50,7 @@ def _direct_token_vectors(minilm, text: str) -> tuple[np.ndarray, np.ndarray]:
     return hidden[content], ids[content]
 
 
+@pytest.mark.crosspath
 def test_bertscore_mode_matches_direct_computation(minilm):
     from embedlab.pooling.weights import reference_token_statistics
 

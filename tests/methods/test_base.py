@@ -33,6 +33,7 @@ def sentence_transformers_usage(model):
     return embeddings, similarities, query_embedding, passage_embeddings, query_similarity, hits
 
 
+@pytest.mark.crosspath
 def test_an_unchanged_sentence_transformers_snippet_gives_the_same_results():
     reference = sentence_transformers_usage(SentenceTransformer(str(resolve_model_path("minilm"))))
     # all-MiniLM-L6-v2's pipeline ends in Normalize, so its drop-in is minilm:post=normalize (raw minilm differs
@@ -50,6 +51,7 @@ def test_an_unchanged_sentence_transformers_snippet_gives_the_same_results():
     np.testing.assert_allclose(raw[1].numpy(), reference[1].numpy(), atol=1e-5)
 
 
+@pytest.mark.crosspath
 def test_result_types_follow_sentence_transformers():
     method = embedlab.load("random:minilm")
     texts = ["one text", "another text"]

@@ -4,6 +4,7 @@ import pytest
 import embedlab
 
 
+@pytest.mark.crosspath
 def test_concatenation_is_unit_norm_and_ordered(sts_sentences):
     both = embedlab.load("minilm+random:minilm")
     vectors = both.encode(sts_sentences[:4])

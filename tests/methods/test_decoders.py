@@ -35,6 +35,7 @@ def _pieces(tokenizer, text: str, prompt: str) -> list[int]:
     return encode(before) + encode(text) + encode(after)
 
 
+@pytest.mark.crosspath
 def test_last_prompteol_echo_and_metaeol_equal_hand_built_prompts(gpt2_folder, isolated_cache):
     model = load_model(gpt2_folder)
     tokenizer = model.tokenizer
@@ -70,6 +71,7 @@ def test_every_existing_option_still_runs_on_a_decoder(gpt2_folder, isolated_cac
             assert np.isfinite(scores).all() and scores[1] == pytest.approx(1.0, abs=1e-5), spec
 
 
+@pytest.mark.crosspath
 def test_context_averaged_tables_of_a_decoder_average_its_token_states(gpt2_folder, isolated_cache):
     from embedlab.pooling.static import context_averaged_tables
     from embedlab.tokens.store import TokenStateStore
@@ -160,6 +162,7 @@ def smollm2_reference(smollm2_gguf) -> tuple[dict, np.ndarray]:
 
 
 @pytest.mark.xdist_group("smollm2")
+@pytest.mark.crosspath
 def test_smollm2_mean_last_and_prompteol_equal_plain_transformers(smollm2_reference):
     meta, reference = smollm2_reference
     texts = meta["texts"]
@@ -187,6 +190,7 @@ def test_smollm2_is_a_decoder_cached_as_a_folder_and_fingerprinted_by_content(sm
         embedlab.load("smollm2:template=T0")
 
 
+@pytest.mark.crosspath
 def test_a_decoder_runs_through_the_harness_the_shard_engine_and_the_mteb_adapter(gpt2_folder, tmp_path, monkeypatch, capsys):
     from embedlab.cli.app import main
     from embedlab.engines.runner import embed_corpus

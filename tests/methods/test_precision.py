@@ -18,6 +18,7 @@ TEXTS = ["A man plays a guitar.", "Someone plays an instrument.", "A cat sleeps 
 
 
 @pytest.mark.parametrize("precision", ["int8", "ubinary"])  # the other two are offsets of these (below)
+@pytest.mark.crosspath
 def test_encode_equals_sentence_transformers_bit_for_bit(precision):
     """``st:minilm`` through embedlab's encode, and the same model through sentence-transformers' own encode,
     with the same truncation and quantisation: the same bytes. (Normalising is numpy's here and torch's
@@ -100,6 +101,7 @@ def test_other_computes_have_identities_of_their_own(minilm):
 
 
 @pytest.mark.parametrize("options", ["dtype=bf16", "quantize=int8"])
+@pytest.mark.crosspath
 def test_lower_computes_keep_every_layer_and_stay_close_to_fp32(options):
     """bf16 and int8 compute still give every hidden state (first+last layers, a template, matching) and
     vectors close to fp32's; on a CPU without native bf16 this runs the emulated path, for correctness only."""

@@ -14,6 +14,7 @@ from embedlab.neural.frozen import frozen_features, same_shape_batches
 from embedlab.neural.inputs import BLUEPRINTS, text_inputs
 from embedlab.neural.tuning import embed_texts
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
+from tolerance import UNIT_ATOL
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -46,25 +47,29 @@ def test_chunks_cut_where_padding_or_size_would_exceed_their_bounds() -> None:
 
 
 @pytest.mark.parametrize("preset", ["head", "block"])
+@pytest.mark.crosspath
 def test_batched_path_equals_per_text_reference(masked_minilm, sentences, preset: str) -> None:
     # 4 epochs keep the test short; the two paths follow the same steps whatever the epoch count
     options = NeuralOptions(tuple(resolve_parameter_names(preset, masked_minilm.num_layers)), epochs=4)
     reference = embed_texts(masked_minilm, sentences[:2], options, path="reference")
     batched = embed_texts(masked_minilm, sentences[:2], options, path="batched")
+    # two implementations of the same steps: AdamW's normalised updates carry float32 rounding on through 4 epochs
     assert (cosine(reference, batched) >= 0.999).all()
 
 
+@pytest.mark.crosspath
 def test_width_norm_reruns_and_batch_composition(masked_minilm, sentences) -> None:
     options = NeuralOptions(tuple(resolve_parameter_names("head", masked_minilm.num_layers)), epochs=4)
     together = embed_texts(masked_minilm, sentences, options)
     assert together.shape == (3, 3 * 384) and together.dtype == np.float32
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
     again = embed_texts(masked_minilm, sentences, options)
-    assert np.array_equal(together, again)
+    assert np.array_equal(together, again)  # bit-identical by construction: the same grouping, kernels and threads
     alone = embed_texts(masked_minilm, sentences[1:2], options)
     reordered = embed_texts(masked_minilm, [sentences[2], sentences[1]], options)
-    assert np.allclose(alone[0], together[1], atol=1e-6)
-    assert np.allclose(reordered[1], together[1], atol=1e-6)
+    # unit vectors tuned in another group: products of other shapes, float32 rounding (docs/neural.md)
+    assert np.allclose(alone[0], together[1], atol=UNIT_ATOL, rtol=0)
+    assert np.allclose(reordered[1], together[1], atol=UNIT_ATOL, rtol=0)
     # different texts differ
     assert cosine(together[:1], together[1:2])[0] < 0.99
 
@@ -84,13 +89,14 @@ def test_texts_of_equal_length_share_a_frozen_forward_without_changing_their_fea
     assert (together.features - torch.cat([part.features for part in alone])).abs().max() <= 1e-4
 
 
+@pytest.mark.crosspath
 def test_long_text_is_micro_tuned_over_its_chunks_on_both_paths(masked_minilm, sentences) -> None:
     short = dataclasses.replace(masked_minilm, max_length=16)  # 14 text tokens per chunk: three chunks
     text = " ".join(sentences)
     options = NeuralOptions(tuple(resolve_parameter_names("head", short.num_layers)), epochs=3)
     batched = embed_texts(short, [text], options)
     reference = embed_texts(short, [text], options, path="reference")
-    assert (cosine(batched, reference) >= 0.999).all()
+    assert (cosine(batched, reference) >= 0.999).all()  # as above: the two paths' rounding grows through the AdamW steps
     # the embedding of the whole text is not that of any one chunk alone
     first = embed_texts(short, [sentences[0]], options)
     assert cosine(batched, first)[0] < 0.999

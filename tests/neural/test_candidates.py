@@ -20,6 +20,7 @@ from embedlab.neural.candidates import (
 from embedlab.neural.family import NeuralEmbedder
 from embedlab.neural.tuning import embed_texts
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
+from tolerance import TUNED_COSINE_FLOOR
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -106,22 +107,25 @@ def candidate_options(masked_lm, preset: str, count: int, epochs: int = 4) -> tu
     return exact, dataclasses.replace(exact, softmax="candidates", candidates=count)
 
 
+@pytest.mark.crosspath
 def test_whole_vocabulary_as_candidates_reproduces_exact(masked_minilm, sentences) -> None:
     exact, candidates = candidate_options(masked_minilm, "head", int(masked_minilm.model.config.vocab_size))
     expected = embed_texts(masked_minilm, sentences[:2], exact)
-    assert (cosine(expected, embed_texts(masked_minilm, sentences[:2], candidates)) >= 0.99999).all()
-    assert (cosine(expected, embed_texts(masked_minilm, sentences[:2], candidates, path="reference")) >= 0.99999).all()
+    # the same loss by another formula (candidates + residual): float32 rounding carried on by the gradient steps
+    assert (cosine(expected, embed_texts(masked_minilm, sentences[:2], candidates)) >= TUNED_COSINE_FLOOR).all()
+    assert (cosine(expected, embed_texts(masked_minilm, sentences[:2], candidates, path="reference")) >= TUNED_COSINE_FLOOR).all()
 
 
 @pytest.mark.parametrize("preset", ["head", "block"])
+@pytest.mark.crosspath
 def test_reference_and_batched_candidates_agree_and_are_batch_independent(masked_minilm, sentences, preset: str) -> None:
     exact, candidates = candidate_options(masked_minilm, preset, 64)
     batched = embed_texts(masked_minilm, sentences, candidates)
     reference = embed_texts(masked_minilm, sentences, candidates, path="reference")
-    assert (cosine(reference, batched) >= 0.9999).all()
+    assert (cosine(reference, batched) >= 0.9999).all()  # two implementations of the steps, as in tests/neural/test_batched.py
     alone = embed_texts(masked_minilm, sentences[1:2], candidates)
     reordered = embed_texts(masked_minilm, [sentences[2], sentences[1]], candidates)
-    assert cosine(alone, batched[1:2])[0] >= 0.99999 and cosine(reordered[1:2], batched[1:2])[0] >= 0.99999
+    assert cosine(alone, batched[1:2])[0] >= TUNED_COSINE_FLOOR and cosine(reordered[1:2], batched[1:2])[0] >= TUNED_COSINE_FLOOR  # other groups
     # an approximation of exact, not exact itself
     differences = 1 - cosine(embed_texts(masked_minilm, sentences, exact), batched)
     assert (differences > 0).any() and (differences < 0.05).all()

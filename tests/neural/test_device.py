@@ -16,6 +16,7 @@ from embedlab.neural import frozen as frozen_module
 from embedlab.neural.family import NeuralEmbedder
 from embedlab.neural.tuning import embed_texts, embed_texts_variants, masked_lm_on
 from embedlab.neural.options import NeuralOptions, resolve_parameter_names
+from tolerance import TUNED_COSINE_FLOOR
 
 HEAD = tuple(resolve_parameter_names("head", 6))
 BLOCK = tuple(resolve_parameter_names("block", 6))
@@ -69,6 +70,7 @@ def test_masked_lm_stays_itself_on_its_own_device(masked_minilm) -> None:
 
 
 @pytest.mark.parametrize(("params", "softmax"), [(HEAD, "exact"), (HEAD, "candidates"), (BLOCK, "exact")])
+@pytest.mark.crosspath
 def test_small_memory_budget_splits_groups_without_changing_embeddings(masked_minilm, sentences, monkeypatch, params, softmax) -> None:
     options = NeuralOptions(params, epochs=2, softmax=softmax, candidates=16)
     whole = embed_texts(masked_minilm, sentences, options)
@@ -83,9 +85,10 @@ def test_small_memory_budget_splits_groups_without_changing_embeddings(masked_mi
     budget = device.group_bytes(8, masked_minilm.hidden_size, 30522, device.CPU_POSITION_BUDGET, 16 if softmax == "candidates" else None)
     split = embed_texts(masked_minilm, sentences, options, memory=str(budget))
     assert sizes == [1, 1, 1]  # every sentence has more than 8 masked positions: one text a group
-    assert (cosine(whole, split) >= 0.99999).all()
+    assert (cosine(whole, split) >= TUNED_COSINE_FLOOR).all()  # tuned in other groups (docs/neural.md)
 
 
+@pytest.mark.crosspath
 def test_out_of_memory_splits_the_group_and_retries(masked_minilm, sentences, monkeypatch) -> None:
     options = NeuralOptions(HEAD, epochs=2)
     whole = embed_texts(masked_minilm, sentences, options)
@@ -103,7 +106,7 @@ def test_out_of_memory_splits_the_group_and_retries(masked_minilm, sentences, mo
     # 3 texts → halves [0] and [1, 2] → [1], [2]; each single text halves its logits slices 256 → 128 → 64
     assert attempts[0] == (3, 256) and attempts[1:4] == [(1, 256), (1, 128), (1, 64)]
     assert sum(1 for size, budget in attempts if budget == 64) == 3
-    assert (cosine(whole, retried) >= 0.99999).all()
+    assert (cosine(whole, retried) >= TUNED_COSINE_FLOOR).all()  # retried in halves: other groups
 
     def never_fits(masked_lm, group, run_options, position_budget, need_plain):
         raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 123 bytes")
@@ -211,6 +214,7 @@ def _without_sync(function):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("softmax", ["exact", "candidates"])
+@pytest.mark.crosspath
 def test_cuda_agrees_with_cpu_and_never_syncs_in_the_epochs(masked_minilm, sentences, monkeypatch, softmax) -> None:
     options = NeuralOptions(HEAD, epochs=3, softmax=softmax)
     on_cpu = embed_texts(masked_minilm, sentences, options)
@@ -219,14 +223,15 @@ def test_cuda_agrees_with_cpu_and_never_syncs_in_the_epochs(masked_minilm, sente
     for owner, name in ((batched.BatchedAdamW, "step"), (batched, "_exact_gradients"), (batched.GroupCandidates, "gradients")):
         monkeypatch.setattr(owner, name, _without_sync(getattr(owner, name)))
     on_cuda = embed_texts(on_cuda_lm, sentences, options)
-    assert (cosine(on_cpu, on_cuda) >= 0.9999).all()
+    assert (cosine(on_cpu, on_cuda) >= 0.9999).all()  # other kernels and transcendental functions (docs/neural.md: measured ≥ 0.9999999)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("softmax", ["exact", "candidates"])
+@pytest.mark.crosspath
 def test_cuda_text_alone_equals_the_text_in_a_batch(masked_minilm, sentences, softmax) -> None:
     on_cuda_lm = masked_lm_on(masked_minilm, torch.device("cuda"))
     options = NeuralOptions(HEAD, epochs=3, softmax=softmax)
     together = embed_texts(on_cuda_lm, sentences, options)
     alone = np.concatenate([embed_texts(on_cuda_lm, [sentence], options) for sentence in sentences])
-    assert (cosine(alone, together) >= 0.99999).all()
+    assert (cosine(alone, together) >= TUNED_COSINE_FLOOR).all()  # tuned alone vs in a group

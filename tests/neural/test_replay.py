@@ -21,6 +21,7 @@ from embedlab.neural.options import NeuralOptions, resolve_parameter_names
 from embedlab.neural.replay import ReplayedModule
 from embedlab.neural.top import BatchedTop
 from embedlab.neural.variants import hidden_variants, readable_variants, shared_run_variants
+from tolerance import TUNED_COSINE_FLOOR
 
 REPLAYED = ("ALBERT", "ModernBERT", "GPT-2", "Llama", "Qwen2", "Gemma3")
 TEXTS = [
@@ -43,6 +44,7 @@ def tiny_models(tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("architecture", REPLAYED)
 @pytest.mark.parametrize("softmax", ["exact", "candidates"])
+@pytest.mark.crosspath
 def test_block_preset_batched_equals_reference_and_is_batch_independent(tiny_models, architecture: str, softmax: str) -> None:
     masked_lm = tiny_models[architecture]
     names = tuple(resolve_parameter_names("block", masked_lm.num_layers, masked_lm.layout))
@@ -52,11 +54,13 @@ def test_block_preset_batched_equals_reference_and_is_batch_independent(tiny_mod
     alone = np.concatenate([embed_texts(masked_lm, [text], options, path="batched") for text in TEXTS])
     assert batched.shape == (len(TEXTS), sum(masked_lm.model.get_parameter(name).numel() for name in names))
     assert np.isfinite(batched).all() and np.abs(batched).max() > 0
-    assert (cosine(batched, reference) >= 0.99999).all()
-    assert (cosine(batched, alone) >= 0.99999).all()
+    # the other path, or each text tuned alone: float32 rounding carried on by the gradient steps (docs/neural.md)
+    assert (cosine(batched, reference) >= TUNED_COSINE_FLOOR).all()
+    assert (cosine(batched, alone) >= TUNED_COSINE_FLOOR).all()
 
 
 @pytest.mark.parametrize("architecture", ["ModernBERT", "Llama", "Gemma3"])
+@pytest.mark.crosspath
 def test_head_and_block_vectors_tuned_together(tiny_models, architecture: str) -> None:
     masked_lm = tiny_models[architecture]
     options = NeuralOptions((*masked_lm.layout.head_vectors, *masked_lm.layout.block_vectors), epochs=3)
@@ -66,6 +70,7 @@ def test_head_and_block_vectors_tuned_together(tiny_models, architecture: str) -
 
 
 @pytest.mark.parametrize("architecture", REPLAYED)
+@pytest.mark.crosspath
 def test_replaying_the_recorded_call_with_untuned_rows_gives_the_models_features(tiny_models, architecture: str) -> None:
     masked_lm = tiny_models[architecture]
     layout = masked_lm.layout
@@ -113,6 +118,7 @@ def _plain_hidden(masked_lm, inputs) -> list[torch.Tensor]:
 
 
 @pytest.mark.parametrize("architecture", ["ALBERT", "ModernBERT", "Llama"])
+@pytest.mark.crosspath
 def test_appendix_g_variants_on_replayed_models_are_the_models_hidden_states_before_and_after_tuning(tiny_models, architecture: str) -> None:
     masked_lm = tiny_models[architecture]
     layout = masked_lm.layout
@@ -134,11 +140,12 @@ def test_appendix_g_variants_on_replayed_models_are_the_models_hidden_states_bef
                 for parameter, value in zip(parameters, saved):
                     parameter.copy_(value)
         states = run.replayed_states[index]
+        # replayed vs a plain forward of the tiny model (unit-scale states): float32 rounding
         assert all(torch.allclose(got, want, atol=1e-5) for got, want in zip(states[False], untuned))
         assert all(torch.allclose(got, want, atol=1e-5) for got, want in zip(states[True], tuned))
         assert not all(torch.allclose(got, want, atol=1e-5) for got, want in zip(states[True], untuned))  # tuning moved them
         vectors = hidden_variants(run.top, run.frozen, index, readable_variants(layout)[1:], states)
         assert torch.allclose(vectors["avg"], torch.cat(untuned).mean(dim=0), atol=1e-5)
-        assert torch.allclose(vectors["avg-diff"], vectors["avg-tuned"] - vectors["avg"], atol=1e-6)
+        assert torch.allclose(vectors["avg-diff"], vectors["avg-tuned"] - vectors["avg"], atol=1e-6)  # one subtraction apart
         if not layout.causal:
             assert torch.allclose(vectors["cls"], untuned[0][0], atol=1e-5)

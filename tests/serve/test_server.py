@@ -20,6 +20,7 @@ import pytest
 import embedlab
 import preloaded
 from serve_helpers import TEXTS, metric, tiny_model, wait_for  # noqa: F401 - tiny_model: a fixture
+from tolerance import UNIT_ATOL
 
 pytestmark = pytest.mark.xdist_group("serve-process")  # one server process for the module, on one worker
 
@@ -49,6 +50,7 @@ def _embed(url: str, texts: list[str]) -> httpx.Response:
     return httpx.post(f"{url}/v1/embeddings", json={"model": "tiny", "input": texts, "encoding_format": "float"}, timeout=60, trust_env=False)
 
 
+@pytest.mark.crosspath
 def test_a_killed_client_disturbs_no_other_request(server, tiny_model) -> None:
     process, url = server
     client = preloaded.Popen([sys.executable, "-c", CLIENT, url])
@@ -62,13 +64,15 @@ def test_a_killed_client_disturbs_no_other_request(server, tiny_model) -> None:
         client.kill()
     assert client.wait(timeout=30) == -signal.SIGKILL
     other.join(timeout=30)
+    # served in the server's batches vs in-process encode: float32 rounding
     np.testing.assert_allclose([item["embedding"] for item in answers[0].json()["data"]], embedlab.load(str(tiny_model)).encode(TEXTS[:2]),
-                               rtol=0, atol=1e-6)
+                               rtol=0, atol=UNIT_ATOL)
     wait_for(lambda: metric(url, "embedlab_client_disconnects_total", route="/v1/embeddings") == 1)
     assert metric(url, "embedlab_batch_texts_sum") == 2  # the killed client's text was dropped from the batch
     assert process.poll() is None and _embed(url, TEXTS[2:3]).status_code == 200
 
 
+@pytest.mark.crosspath
 def test_sigterm_answers_the_requests_in_flight_then_exits_cleanly(server, tiny_model) -> None:
     process, url = server
     answers: dict[int, httpx.Response] = {}
@@ -84,7 +88,7 @@ def test_sigterm_answers_the_requests_in_flight_then_exits_cleanly(server, tiny_
     expected = embedlab.load(str(tiny_model)).encode(TEXTS)
     for index in range(4):
         assert answers[index].status_code == 200
-        np.testing.assert_allclose([item["embedding"] for item in answers[index].json()["data"]], expected[index:index + 2], rtol=0, atol=1e-6)
+        np.testing.assert_allclose([item["embedding"] for item in answers[index].json()["data"]], expected[index:index + 2], rtol=0, atol=UNIT_ATOL)
     assert process.wait(timeout=60) == 0
     assert "Traceback" not in process.stderr.read()
     with pytest.raises(httpx.ConnectError):  # gone: nothing listens any more

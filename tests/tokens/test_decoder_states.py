@@ -33,11 +33,12 @@ def test_states_equal_a_plain_forward_pass(decoder, isolated_cache):
     np.testing.assert_allclose(states.layer(decoder.num_layers), outputs.last_hidden_state[0].numpy(), atol=1e-5)
 
 
+@pytest.mark.crosspath
 def test_a_text_alone_and_in_a_padded_batch_has_the_same_states(decoder, isolated_cache):
     for text in TEXTS:
         alone = TokenStateStore(decoder, use_disk_cache=False).compute([text])[0]
         batched = TokenStateStore(decoder, use_disk_cache=False).compute(TEXTS, batch_size=4)[TEXTS.index(text)]
-        assert np.abs(alone.states - batched.states).max() <= 1e-4
+        assert np.abs(alone.states - batched.states).max() <= 1e-4  # other padding: float32 rounding at the states' scale
 
 
 def test_long_texts_are_chunked_each_chunk_with_its_own_frame(decoder, isolated_cache):

@@ -8,10 +8,11 @@ from embedlab.tokens.forward import check_max_tokens, length_batches
 from embedlab.tokens.store import TokenStateStore
 
 
+@pytest.mark.crosspath
 def test_batching_and_padding_do_not_change_states(minilm, isolated_cache, sts_sentences):
     alone = TokenStateStore(minilm, use_disk_cache=False).compute(sts_sentences[:1])[0]
     batched = TokenStateStore(minilm, use_disk_cache=False).compute(sts_sentences[:16], batch_size=8)[0]
-    np.testing.assert_allclose(alone.states, batched.states, atol=1e-4)
+    np.testing.assert_allclose(alone.states, batched.states, atol=1e-4)  # other padding: hidden states (not unit scale) to float32 rounding
 
 
 def test_batches_are_longest_first_and_bounded_in_rows_and_attention():
@@ -26,13 +27,14 @@ def test_batches_are_longest_first_and_bounded_in_rows_and_attention():
     assert length_batches([], batch_size=8) == []
 
 
+@pytest.mark.crosspath
 def test_windows_batched_under_the_attention_budget_equal_one_at_a_time(minilm, isolated_cache):
     sentence = "The committee reviewed the proposal and approved a revised budget for the coming year."
     texts = [" ".join([sentence] * repeats) for repeats in (30, 24, 18, 2, 1)]  # windows of ≈ 500, 400, 300, 30, 15 tokens
     together = TokenStateStore(minilm, use_disk_cache=False).compute(texts, batch_size=8)
     for text, states in zip(texts, together):
         [alone] = TokenStateStore(minilm, use_disk_cache=False).compute([text])
-        np.testing.assert_allclose(states.states, alone.states, atol=1e-4)
+        np.testing.assert_allclose(states.states, alone.states, atol=1e-4)  # other batches: float32 rounding at the states' scale
 
 
 def test_max_tokens_keeps_the_first_input_tokens_as_the_tokenizer_truncates(minilm, isolated_cache, sts_sentences):

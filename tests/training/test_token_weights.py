@@ -37,6 +37,7 @@ def test_training_decreases_loss(minilm, small_corpus, tmp_path, isolated_cache)
     assert not minilm.model.training  # dropout switched off again for inference
 
 
+@pytest.mark.crosspath
 def test_seeded_and_resumable(small_corpus, tmp_path, isolated_cache):
     def config(steps: int) -> TrainingConfig:
         return TrainingConfig(model="minilm", steps=steps, batch_size=4, learning_rate=0.1, max_tokens=16)
@@ -46,7 +47,8 @@ def test_seeded_and_resumable(small_corpus, tmp_path, isolated_cache):
     train_token_weights(config(1), tmp_path / "b.safetensors", sentences=small_corpus)
     resumed = train_token_weights(config(3), tmp_path / "b.safetensors", sentences=small_corpus)
     assert json.loads((tmp_path / "b.json").read_text())["resumed_from_step"] == 1
-    np.testing.assert_allclose(resumed, whole, atol=1e-6)
+    # bit-identical by construction: the same batches in the same order, the optimiser's float32 state stored exactly
+    np.testing.assert_array_equal(resumed, whole)
 
 
 def test_batch_order_shares_prefix():
