@@ -106,6 +106,11 @@ class PoolingPipeline:
         return self.selection.weighting == "idf-target" or any(
             not step.on_reference and step.needs_fit for step in self.post)
 
+    @property
+    def unit_vectors(self) -> bool:
+        """Whether every vector has unit length: the chain ends in a step whose output rows do (``normalize``)."""
+        return bool(self.post) and self.post[-1].unit_output
+
     def idf(self, texts: Sequence[str]) -> np.ndarray | None:
         """Stage 2's idf with ``texts`` as the target (see :meth:`TokenSelection.idf`)."""
         return self.selection.idf(self.model, texts)

@@ -41,13 +41,15 @@ class PostProcessor:
 
     A step answers for itself: how a spec spells it, with one help line each (``spellings``), whether it
     is learned from vectors (``needs_fit``), whether once fitted it is an affine map x·Aᵀ + b (``affine``:
-    such a step folds into a static model's token table), and its own state as flat arrays
+    such a step folds into a static model's token table), whether its output rows have unit length
+    (``unit_output``: a chain ending in such a step gives unit vectors), and its own state as flat arrays
     (:meth:`tensors`, :meth:`restored`). Every step is registered once, in :data:`STEPS`."""
 
     name: str = ""
     spellings: ClassVar[dict[str, str]] = {}  # how a spec names the step -> its help line
     needs_fit: ClassVar[bool] = True
     affine: ClassVar[bool] = False
+    unit_output: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.state: dict[str, np.ndarray] = {}
@@ -254,6 +256,7 @@ class Normalize(PostProcessor):
     name = "normalize"
     spellings = {"normalize": "unit length"}
     needs_fit = False
+    unit_output = True
 
     def _fit(self, vectors):
         return {}
@@ -296,6 +299,10 @@ class ChainStep(NamedTuple):
     @property
     def affine(self) -> bool:
         return make_step(self.name).affine
+
+    @property
+    def unit_output(self) -> bool:
+        return make_step(self.name).unit_output
 
 
 def parse_chain(value: str) -> list[ChainStep]:
