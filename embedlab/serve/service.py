@@ -16,6 +16,7 @@ import numpy as np
 from fastapi import FastAPI, Request, Response
 
 from embedlab.data import unicode_problem
+from embedlab.errors import InputError
 from embedlab.methods.base import unit_rows
 from embedlab.serve.batching import Batcher, Output
 from embedlab.serve.guard import CLIENT_CLOSED, route_label
@@ -47,7 +48,9 @@ class Service:
     def __init__(self, served: dict[str, ServedMethod], options: ServeOptions) -> None:
         self.served = served
         self.options = options
-        self.default = find_served(served, options.default_model) if options.default_model else next(iter(served.values()))
+        if options.default_model is not None and options.default_model not in served:
+            raise InputError(f"--default {options.default_model}: not a served name; served: {', '.join(served)}")
+        self.default = served[options.default_model] if options.default_model is not None else next(iter(served.values()))
         self.metrics = ServerMetrics()
         unique = {id(entry): entry for entry in served.values()}.values()
         self.batchers = {entry.spec: Batcher(entry, self.metrics, max_batch_tokens=options.max_batch_tokens,

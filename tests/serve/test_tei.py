@@ -109,3 +109,14 @@ def test_v1_rerank_takes_documents_as_strings_or_text_objects(url, spec) -> None
 ])
 def test_tei_statuses_follow_tei_error_types(error, status, error_type) -> None:
     assert error.tei() == (status, {"error": "x", "error_type": error_type})
+
+
+def test_default_names_the_method_that_answers_tei_bodies(spec, tiny_model) -> None:
+    from embedlab.errors import InputError
+    from embedlab.serve.service import ServeOptions, Service
+
+    served = load_served([spec, f"match:{tiny_model},weights=none"], {"tiny": spec, "pairs": f"match:{tiny_model},weights=none"})
+    assert Service(served, ServeOptions()).default is served["tiny"]  # the first spec
+    assert Service(served, ServeOptions(default_model="pairs")).default is served["pairs"]
+    with pytest.raises(InputError, match="--default nobody: not a served name"):
+        Service(served, ServeOptions(default_model="nobody"))
