@@ -84,11 +84,11 @@ def decode(item: dict, encoding: str) -> np.ndarray:
 
 
 async def run_client(client: httpx.AsyncClient, url: str, requests: list[list[str]], encoding: str,
-                     latencies: list[float], results: list) -> None:
+                     latencies: list[float], results: list, route: str = "/v1/embeddings", model: str = MODEL) -> None:
     for texts in requests:
         start = time.perf_counter()
         try:
-            response = await client.post(f"{url}/v1/embeddings", json={"model": MODEL, "input": texts, "encoding_format": encoding})
+            response = await client.post(f"{url}{route}", json={"model": model, "input": texts, "encoding_format": encoding})
         except httpx.HTTPError as error:
             results.append(error)
             continue
@@ -97,14 +97,16 @@ async def run_client(client: httpx.AsyncClient, url: str, requests: list[list[st
                        np.stack([decode(item, encoding) for item in response.json()["data"]]))
 
 
-async def served(url: str, stream: list[list[list[str]]], encoding: str) -> tuple[float, list[float], list[list]]:
+async def served(url: str, stream: list[list[list[str]]], encoding: str, route: str = "/v1/embeddings",
+                 model: str = MODEL) -> tuple[float, list[float], list[list]]:
+    """Every client of ``stream`` at once against ``url`` (``route``: infinity serves ``/embeddings``)."""
     limits = httpx.Limits(max_connections=len(stream), max_keepalive_connections=len(stream))
     async with httpx.AsyncClient(limits=limits, timeout=REQUEST_TIMEOUT_S, trust_env=False) as client:
-        await client.post(f"{url}/v1/embeddings", json={"model": MODEL, "input": ["warm up"]})
+        await client.post(f"{url}{route}", json={"model": model, "input": ["warm up"]})
         latencies: list[float] = []
         results: list[list] = [[] for _ in stream]
         start = time.perf_counter()
-        await asyncio.wait_for(asyncio.gather(*(run_client(client, url, requests, encoding, latencies, results[index])
+        await asyncio.wait_for(asyncio.gather(*(run_client(client, url, requests, encoding, latencies, results[index], route, model)
                                                 for index, requests in enumerate(stream))), RUN_TIMEOUT_S)
         return time.perf_counter() - start, latencies, results
 

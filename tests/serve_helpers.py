@@ -27,7 +27,8 @@ def tiny_model(tmp_path_factory) -> Path:
 @contextlib.contextmanager
 def thread_server(served: dict, **options) -> Iterator[str]:
     """``create_app(served)`` on uvicorn on a free port; yields its URL, stops it (and its batchers) after."""
-    from embedlab.serve.app import ServeOptions, create_app
+    from embedlab.serve.app import create_app
+    from embedlab.serve.service import ServeOptions
     from embedlab.serve.server import listen
 
     listener = listen(create_app(served, ServeOptions(**options)), "127.0.0.1", 0)

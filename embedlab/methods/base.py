@@ -166,6 +166,13 @@ class VectorMethod(EmbeddingMethod):
     def dimension(self) -> int:
         raise NotImplementedError
 
+    @property
+    def unit_vectors(self) -> bool:
+        """Whether the method's full float vectors have unit length by its spec (a final ``normalize`` step,
+        an ``st:`` model ending in ``Normalize``, a concatenation): a server that cuts them to fewer
+        dimensions then renormalises, as OpenAI does for shortened embeddings. False unless a method says so."""
+        return False
+
     def encode(
         self,
         sentences: str | Sequence[str],

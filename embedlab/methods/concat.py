@@ -35,6 +35,10 @@ class ConcatMethod(VectorMethod):
         return sum(part.dimension for part in self.parts)
 
     @property
+    def unit_vectors(self) -> bool:
+        return True  # k unit blocks scaled by 1/sqrt(k)
+
+    @property
     def fits_on_target(self) -> bool:
         return any(part.fits_on_target for part in self.parts)
 

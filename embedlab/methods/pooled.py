@@ -147,6 +147,10 @@ class PooledMethod(VectorMethod):
         return self.pipeline.source.width
 
     @property
+    def unit_vectors(self) -> bool:
+        return self.pipeline.unit_vectors
+
+    @property
     def is_fitted(self) -> bool:
         return hasattr(self, "chain_")
 

@@ -52,6 +52,17 @@ class SentenceTransformerMethod(VectorMethod):
         dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(dimension())
 
+    @property
+    def unit_vectors(self) -> bool:
+        """Whether the model's last module is sentence-transformers' ``Normalize`` (its vectors have unit length)."""
+        try:  # sentence-transformers 6 moved its modules; 5.x has them here only
+            from sentence_transformers.sentence_transformer.modules import Normalize
+        except ImportError:
+            from sentence_transformers.models import Normalize
+
+        modules = list(self.sentence_transformer)
+        return bool(modules) and isinstance(modules[-1], Normalize)
+
     def _encode(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         vectors = self.sentence_transformer.encode(texts, batch_size=batch_size, show_progress_bar=bool(show_progress_bar), convert_to_numpy=True)
         return vectors.astype(np.float32, copy=False)  # a bf16 model's vectors come back in its dtype

@@ -114,6 +114,11 @@ class PoolingPipeline:
         needs += [(step.min_target_vectors(self.source.width), f"post={step.name}") for step in self.post]
         return max((need for need in needs if need[0] > 0), default=(0, ""))
 
+    @property
+    def unit_vectors(self) -> bool:
+        """Whether every vector has unit length: the chain ends in a step whose output rows do (``normalize``)."""
+        return bool(self.post) and self.post[-1].unit_output
+
     def idf(self, texts: Sequence[str]) -> np.ndarray | None:
         """Stage 2's idf with ``texts`` as the target (see :meth:`TokenSelection.idf`)."""
         return self.selection.idf(self.model, texts)

@@ -43,13 +43,15 @@ class PostProcessor:
 
     A step answers for itself: how a spec spells it, with one help line each (``spellings``), whether it
     is learned from vectors (``needs_fit``), whether once fitted it is an affine map x·Aᵀ + b (``affine``:
-    such a step folds into a static model's token table), and its own state as flat arrays
+    such a step folds into a static model's token table), whether its output rows have unit length
+    (``unit_output``: a chain ending in such a step gives unit vectors), and its own state as flat arrays
     (:meth:`tensors`, :meth:`restored`). Every step is registered once, in :data:`STEPS`."""
 
     name: str = ""
     spellings: ClassVar[dict[str, str]] = {}  # how a spec names the step -> its help line
     needs_fit: ClassVar[bool] = True
     affine: ClassVar[bool] = False
+    unit_output: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.state: dict[str, np.ndarray] = {}
@@ -266,6 +268,7 @@ class Normalize(PostProcessor):
     name = "normalize"
     spellings = {"normalize": "unit length"}
     needs_fit = False
+    unit_output = True
 
     def _fit(self, vectors):
         return {}
@@ -301,13 +304,10 @@ class ChainStep(NamedTuple):
     name: str
     on_reference: bool = False  # fitted on the reference corpus (``@ref``) instead of the target vectors
 
-    @property
-    def needs_fit(self) -> bool:
-        return make_step(self.name).needs_fit
-
-    @property
-    def affine(self) -> bool:
-        return make_step(self.name).affine
+    # what the step answers for itself (:class:`PostProcessor`), asked of a fresh one
+    needs_fit = property(lambda self: make_step(self.name).needs_fit)
+    affine = property(lambda self: make_step(self.name).affine)
+    unit_output = property(lambda self: make_step(self.name).unit_output)
 
     def min_target_vectors(self, width: int) -> int:  # an @ref step is fitted on the reference corpus: none
         return 0 if self.on_reference else make_step(self.name).min_target_vectors(width)

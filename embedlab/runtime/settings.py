@@ -238,8 +238,9 @@ def ray_address() -> str | None:
 
 
 def serve_api_key() -> str | None:
-    """The bearer key ``embedlab serve`` asks for: ``$EMBEDLAB_API_KEY`` (``None``: no key; docs/serve.md)."""
-    return os.environ.get("EMBEDLAB_API_KEY") or None
+    """The bearer key ``embedlab serve`` asks for: ``$EMBEDLAB_API_KEY`` as set (``None``: unset, no key; an empty
+    value is returned as it is, for the command to refuse; docs/serve.md)."""
+    return os.environ.get("EMBEDLAB_API_KEY")
 
 
 def forbid_downloads() -> None:

@@ -3,11 +3,14 @@
 Each served method has one :class:`Batcher`: a queue of waiting requests and one thread that runs the
 model (a method is not safe to call from two threads at once, and the event loop must stay free to
 accept and answer requests while it runs). While that thread encodes one batch, new requests queue up;
-when it is free, everything waiting goes into the next call, up to ``max_batch_tokens`` tokens (a single
-larger request goes alone). An idle thread waits at most ``max_wait_s`` after the first request for
+when it is free, everything waiting goes into the next call, up to ``max_batch_tokens`` tokens. A request
+larger than that is split across batches: one part per batch, and the requests that arrived while a part
+ran go before its next part (in the same batch where the budget allows), so a large request delays a
+small one by at most one batch. An idle thread waits at most ``max_wait_s`` after the first request for
 others to join it. A full queue is refused (:class:`QueueFull`, answered 503 with ``Retry-After``)
-rather than grown without bound. A request whose client went away is cancelled: if its batch has not
-started, its texts are dropped from it; either way the other requests of its batch get their answers.
+rather than grown without bound. A request whose client went away is cancelled: its texts not yet
+encoded are dropped (the parts of a split request still waiting included); the other requests of its
+batch get their answers.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import groupby
 from typing import TypeVar
 
 import numpy as np
@@ -35,15 +37,53 @@ class QueueFull(Exception):
     """The method's queue holds ``max_queue`` requests already."""
 
 
+@dataclass(frozen=True)
+class Output:
+    """What a request asks of its vectors beyond the texts: ``encode``'s ``truncate_dim``, ``normalize_embeddings``
+    and ``prompt_name`` (requests that differ in these are encoded in separate calls of one batch)."""
+
+    truncate_dim: int | None = None
+    normalize: bool = False
+    prompt_name: str | None = None
+
+
 @dataclass(eq=False)
 class Job:
-    """One request's texts waiting for a batch, and the future its answer goes to."""
+    """One request's texts (with each text's tokens), the vectors of its parts encoded so far, and the
+    future its answer goes to."""
 
     texts: list[str]
-    tokens: int
-    truncate_dim: int | None
+    text_tokens: list[int]
+    output: Output
     future: asyncio.Future
     enqueued: float = field(default_factory=time.monotonic)
+    taken: int = 0  # texts handed to batches so far
+    encoded: list[np.ndarray] = field(default_factory=list)
+    encoded_count: int = 0
+
+    @property
+    def tokens_left(self) -> int:
+        return sum(self.text_tokens[self.taken:])
+
+    def add_rows(self, rows: np.ndarray) -> None:
+        """The vectors of its next part; the answer once every text has its vector."""
+        self.encoded.append(rows)
+        self.encoded_count += len(rows)
+        if self.encoded_count == len(self.texts):
+            self.future.set_result(self.encoded[0] if len(self.encoded) == 1 else np.concatenate(self.encoded))
+
+
+@dataclass(frozen=True)
+class Part:
+    """Texts ``start:stop`` of a job, in one batch."""
+
+    job: Job
+    start: int
+    stop: int
+
+    @property
+    def texts(self) -> list[str]:
+        return self.job.texts[self.start:self.stop]
 
 
 class Batcher:
@@ -58,6 +98,7 @@ class Batcher:
         self.max_queue = max_queue
         self.batch_size = batch_size
         self._queue: deque[Job] = deque()
+        self._continuing: list[Job] = []  # split jobs whose next part waits for the batch that runs now to end
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"embedlab-serve-{served.spec[:40]}")
         self._arrived: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
@@ -73,17 +114,18 @@ class Batcher:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        for job in self._queue:
+        for job in [*self._queue, *self._continuing]:
             job.future.cancel()
         self._executor.shutdown(wait=True)
 
     # -- what requests call ------------------------------------------------------------------------
-    async def encode(self, texts: list[str], tokens: int, truncate_dim: int | None = None) -> np.ndarray:
-        """The vectors of ``texts`` (float32 rows), from whichever batch they join."""
+    async def encode(self, texts: list[str], text_tokens: list[int], output: Output = Output()) -> np.ndarray:
+        """The vectors of ``texts`` (float32 rows; ``text_tokens``: each text's tokens), from whichever batches
+        they join."""
         if len(self._queue) >= self.max_queue:
             self.metrics.rejected.labels(self.served.spec).inc()
             raise QueueFull(f"{self.served.spec}: {len(self._queue)} requests are waiting already")
-        job = Job(texts, tokens, truncate_dim, asyncio.get_running_loop().create_future())
+        job = Job(list(texts), list(text_tokens), output, asyncio.get_running_loop().create_future())
         self._queue.append(job)
         self._set_depth()
         self._arrived.set()
@@ -110,7 +152,7 @@ class Batcher:
     async def _gather(self) -> None:
         """Wait, at most ``max_wait_s`` after the oldest waiting request, for more requests to join it."""
         deadline = self._queue[0].enqueued + self.max_wait_s
-        while sum(job.tokens for job in self._queue) < self.max_batch_tokens:
+        while sum(job.tokens_left for job in self._queue) < self.max_batch_tokens:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
@@ -120,53 +162,78 @@ class Batcher:
             except TimeoutError:
                 return
 
-    def _take(self) -> list[Job]:
-        """The waiting requests that fit the token budget (at least one), oldest first; cancelled ones dropped."""
-        batch: list[Job] = []
+    def _take(self) -> list[Part]:
+        """The waiting texts that fit the token budget (at least one), oldest request first; cancelled
+        requests dropped. A request that does not fit whole gives the part that does, and waits for the
+        batch to end before its next part is queued (behind the requests that arrive meanwhile)."""
+        batch: list[Part] = []
         tokens = 0
         while self._queue:
             job = self._queue[0]
             if job.future.done():  # its client went away
                 self._queue.popleft()
                 continue
-            if batch and tokens + job.tokens > self.max_batch_tokens:
+            stop = job.taken
+            while stop < len(job.texts):
+                cost = job.text_tokens[stop]
+                if (batch or stop > job.taken) and tokens + cost > self.max_batch_tokens:  # the first text always goes
+                    break
+                tokens += cost
+                stop += 1
+            if stop == job.taken:  # the batch is full
                 break
-            batch.append(self._queue.popleft())
-            tokens += job.tokens
+            self._queue.popleft()
+            batch.append(Part(job, job.taken, stop))
+            job.taken = stop
+            if stop < len(job.texts):
+                self._continuing.append(job)
+                break
         self._set_depth()
         return batch
 
-    async def _encode_batch(self, batch: list[Job]) -> None:
-        """One encode call per ``truncate_dim`` asked for in the batch; each job gets its rows or the error."""
+    async def _encode_batch(self, batch: list[Part]) -> None:
+        """One encode call per output asked for in the batch; each job gets its rows or the error. Split
+        jobs are queued again once the batch has run."""
         now = time.monotonic()
         labels = self.served.spec
-        for job in batch:
-            self.metrics.queue_wait.labels(labels).observe(now - job.enqueued)
+        for part in batch:
+            if part.start == 0:
+                self.metrics.queue_wait.labels(labels).observe(now - part.job.enqueued)
         self.metrics.batch_requests.labels(labels).observe(len(batch))
-        ordered = sorted(batch, key=lambda job: -1 if job.truncate_dim is None else job.truncate_dim)
-        for truncate_dim, group in groupby(ordered, key=lambda job: job.truncate_dim):
-            jobs = list(group)
-            texts = [text for job in jobs for text in job.texts]
-            self.metrics.batch_texts.labels(labels).observe(len(texts))
-            self.metrics.batch_tokens.labels(labels).observe(sum(job.tokens for job in jobs))
-            started = time.perf_counter()
-            try:
-                vectors = await asyncio.get_running_loop().run_in_executor(self._executor, self._encode, texts, truncate_dim)
-            except Exception as error:  # noqa: BLE001 - the error belongs to these requests, not to the server
-                for job in jobs:
-                    if not job.future.done():
-                        job.future.set_exception(error)
-                continue
-            self.metrics.encode_seconds.labels(labels).observe(time.perf_counter() - started)
-            start = 0
-            for job in jobs:
-                if not job.future.done():
-                    job.future.set_result(vectors[start:start + len(job.texts)])
-                start += len(job.texts)
+        by_output: dict[Output, list[Part]] = {}
+        for part in batch:
+            by_output.setdefault(part.job.output, []).append(part)
+        for output, parts in by_output.items():
+            await self._encode_parts(output, [part for part in parts if not part.job.future.done()])
+        self._queue.extend(job for job in self._continuing if not job.future.done())
+        self._continuing.clear()
+        self._set_depth()
 
-    def _encode(self, texts: list[str], truncate_dim: int | None) -> np.ndarray:
+    async def _encode_parts(self, output: Output, parts: list[Part]) -> None:
+        if not parts:
+            return
+        labels = self.served.spec
+        texts = [text for part in parts for text in part.texts]
+        self.metrics.batch_texts.labels(labels).observe(len(texts))
+        self.metrics.batch_tokens.labels(labels).observe(sum(sum(part.job.text_tokens[part.start:part.stop]) for part in parts))
+        started = time.perf_counter()
+        try:
+            vectors = await asyncio.get_running_loop().run_in_executor(self._executor, self._encode, texts, output)
+        except Exception as error:  # noqa: BLE001 - the error belongs to these requests, not to the server
+            for part in parts:
+                if not part.job.future.done():
+                    part.job.future.set_exception(error)
+            return
+        self.metrics.encode_seconds.labels(labels).observe(time.perf_counter() - started)
+        start = 0
+        for part in parts:
+            if not part.job.future.done():
+                part.job.add_rows(vectors[start:start + part.stop - part.start])
+            start += part.stop - part.start
+
+    def _encode(self, texts: list[str], output: Output) -> np.ndarray:
         return _uncached(self.served.method.encode, texts, batch_size=self.batch_size, show_progress_bar=False,
-                         truncate_dim=truncate_dim)
+                         truncate_dim=output.truncate_dim, normalize_embeddings=output.normalize, prompt_name=output.prompt_name)
 
     def _set_depth(self) -> None:
         self.metrics.queue_depth.labels(self.served.spec).set(len(self._queue))

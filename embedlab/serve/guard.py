@@ -2,12 +2,15 @@
 
 :class:`Guard` is a plain ASGI middleware around the whole app: it refuses a body over the limit (413)
 before the app parses any of it, and counts every answer (route, status, latency) whatever produced it,
-a refusal of its own included. The exception handlers turn every refusal into OpenAI's error shape.
+a refusal of its own included. It reads every body as JSON whatever its ``Content-Type`` says (curl's
+``-d`` sends ``application/x-www-form-urlencoded``, some clients ``text/plain``): every route takes JSON.
+The exception handlers turn every refusal into OpenAI's error shape, or TEI's on TEI's routes.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import time
 from collections.abc import Awaitable, Callable
 
@@ -21,7 +24,8 @@ from embedlab.serve.batching import QueueFull
 from embedlab.serve.metrics import ServerMetrics
 from embedlab.serve.schemas import ApiError
 
-ROUTES = frozenset({"/v1/embeddings", "/v1/models", "/similarity", "/rerank", "/health", "/metrics"})
+ROUTES = frozenset({"/v1/embeddings", "/v1/models", "/v1/rerank", "/similarity", "/rerank", "/embed", "/info", "/health", "/metrics"})
+TEI_ROUTES = frozenset({"/embed", "/info"})  # TEI's alone; /rerank and /similarity answer TEI's shape to TEI's body
 RETRY_AFTER_S = 1  # a full queue drains in about a batch's time
 CLIENT_CLOSED = 499  # nginx's status for a request whose client went away: only the metrics see it
 _GONE = object()
@@ -32,9 +36,37 @@ def route_label(path: str) -> str:
     return path if path in ROUTES else "other"
 
 
-def error_response(error: ApiError, metrics: ServerMetrics, path: str) -> JSONResponse:
+def error_response(error: ApiError, metrics: ServerMetrics, path: str, tei: bool = False) -> JSONResponse:
+    """``error`` in OpenAI's shape, or TEI's (``tei``), with its headers."""
     metrics.errors.labels(route_label(path), error.code).inc()
-    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+    status, body = error.tei() if tei else (error.status, error.body())
+    return JSONResponse(body, status_code=status, headers=error.headers)
+
+
+def answers_tei(request: Request) -> bool:
+    """Whether a request is answered in TEI's shape: a TEI route, or a shared route given TEI's body."""
+    return request.url.path in TEI_ROUTES or getattr(request.state, "tei", False)
+
+
+def _json_type(value: object) -> str:
+    names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", dict: "an object", list: "a list"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _input_message(field: str, given: object) -> str:
+    """What is wrong with an ``input`` that is neither a string nor a list of strings; token ids named as such."""
+    def is_ids(value: object) -> bool:
+        return isinstance(value, list) and bool(value) and all(isinstance(item, int) and not isinstance(item, bool) for item in value)
+
+    if is_ids(given) or (isinstance(given, list) and bool(given) and all(is_ids(item) for item in given)):
+        return (f"{field} holds token ids: this server takes texts (token ids of another tokenizer, such as the tiktoken ids "
+                "LangChain's OpenAIEmbeddings sends by default, are not this model's tokens). In LangChain pass "
+                "OpenAIEmbeddings(..., check_embedding_ctx_length=False) to send the texts")
+    if isinstance(given, list):
+        index = next((index for index, item in enumerate(given) if not isinstance(item, str)), None)
+        if index is not None:
+            return f"{field}[{index}] is {_json_type(given[index])}, not a string: give a string or a list of strings"
+    return f"{field} is {_json_type(given)}: give a string or a list of strings"
 
 
 def _validation_message(error: RequestValidationError) -> tuple[str, str | None]:
@@ -46,8 +78,10 @@ def _validation_message(error: RequestValidationError) -> tuple[str, str | None]
     if not location:
         return f"the body must be a JSON object: {first.get('msg')}", None
     param = location[0]
-    if param == "input":  # a union of str and list[str]: pydantic's complaint names the union's branches
-        return "input must be a string or a list of strings (token-id arrays are not accepted)", param
+    body = error.body if isinstance(error.body, dict) else {}
+    union = len(location) == 1 or location[1] in ("str", "list[str]")  # pydantic names the union's branches
+    if param in ("input", "inputs") and param in body and union:
+        return _input_message(param, body[param]), param
     return f"{'.'.join(location)}: {first.get('msg')}", param
 
 
@@ -55,7 +89,7 @@ def install_error_handlers(app: FastAPI, metrics: ServerMetrics) -> None:
     """Every refusal in OpenAI's error shape, with the status its cause calls for."""
     def handler(convert: Callable[[Exception], ApiError]) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
         async def handle(request: Request, error: Exception) -> JSONResponse:
-            return error_response(convert(error), metrics, request.url.path)
+            return error_response(convert(error), metrics, request.url.path, answers_tei(request))
         return handle
 
     def validation(error: RequestValidationError) -> ApiError:
@@ -74,18 +108,42 @@ def install_error_handlers(app: FastAPI, metrics: ServerMetrics) -> None:
         500, f"internal error: {type(error).__name__}: {error}", code="internal_error")))
 
 
+def check_api_key(key: str, where: str) -> str:
+    """``key`` as a bearer key a client can send: not empty, no whitespace (HTTP strips it from the header's
+    ends: such a key could never match), visible ASCII only."""
+    if not key:
+        raise InputError(f"{where} is empty: give a key, or none at all for an open server")
+    if any(not ("!" <= character <= "~") for character in key):
+        raise InputError(f"{where}: a key must be visible ASCII without spaces (a client could never send it as given)")
+    return key
+
+
 def key_checker(api_key: str | None) -> Callable[[Request], None]:
-    """A dependency that refuses a request without ``Authorization: Bearer <api_key>`` (none when no key)."""
-    expected = f"Bearer {api_key}".encode() if api_key else None
+    """A dependency that refuses a request without ``Authorization: Bearer <api_key>`` (none when no key); the
+    scheme's name in any case, as RFC 7235 says. A refusal carries ``WWW-Authenticate: Bearer`` (RFC 6750)."""
+    expected = api_key.encode() if api_key else None
 
     def check(request: Request) -> None:
         if expected is None:
             return
-        given = request.headers.get("authorization", "").encode("utf-8", "surrogateescape")
-        if not hmac.compare_digest(given, expected):  # constant time: the answer's timing says nothing of the key
-            raise ApiError(401, "missing or wrong API key: send the header Authorization: Bearer <key>", code="invalid_api_key")
+        scheme, _, token = request.headers.get("authorization", "").strip().partition(" ")
+        given = token.strip().encode("utf-8", "surrogateescape")
+        # constant time: the answer's timing says nothing of the key
+        if not (hmac.compare_digest(given, expected) and scheme.lower() == "bearer"):
+            raise ApiError(401, "missing or wrong API key: send the header Authorization: Bearer <key>", code="invalid_api_key",
+                           headers={"WWW-Authenticate": 'Bearer realm="embedlab"'})
 
     return check
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (a loopback address, or ``localhost``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to any address
+        return False
 
 
 class Guard:
@@ -116,7 +174,7 @@ class Guard:
             elif body is None:
                 await self._refuse(scope, receive, send_and_note)
             else:
-                await self.app(scope, _replay(body, receive), send_and_note)
+                await self.app(_as_json(scope) if body else scope, _replay(body, receive), send_and_note)
         finally:
             self.metrics.requests.labels(route, str(status[0])).inc()
             self.metrics.latency.labels(route).observe(time.perf_counter() - started)
@@ -145,6 +203,13 @@ class Guard:
         response = error_response(error, self.metrics, scope["path"])
         response.headers["connection"] = "close"  # the rest of the body is not read: this connection ends here
         await response(scope, receive, send)
+
+
+def _as_json(scope):
+    """``scope`` with its body declared JSON (see the module docstring)."""
+    headers = [(name, value) for name, value in scope["headers"] if name != b"content-type"]
+    return {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
+
 
 def _replay(body: bytes, receive):
     """A ``receive`` that hands the app the body already read, then what the client sends next (a disconnect)."""

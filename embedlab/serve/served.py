@@ -6,7 +6,9 @@ request's own texts: a spec that fits on its target texts (``weights=idf-target`
 without ``@ref``) would otherwise give a text a different vector in every batch it lands in. Such a spec
 is fitted on ``--fit-on FILE`` (as ``embed`` fits a shard folder on its corpus) or restored from the
 ``fitted-*.safetensors`` of an ``embed --out FOLDER`` run (``--fitted FOLDER``); without either it is
-refused. A spec whose statistics do not depend on the texts is fitted on one text, as the engines do.
+refused; ``--fit-on`` when no served spec needs it is refused too. A spec whose statistics do not depend
+on the texts is fitted on one text, as the engines do. Output whose int8/uint8 ranges would be fitted on
+each batch is refused at start, for the same reason.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from embedlab.data.corpus import Corpus
 from embedlab.engines.shards import MANIFEST_NAME, OutputFolder
 from embedlab.errors import InputError, UnknownNameError
 from embedlab.methods.base import EmbeddingMethod, VectorMethod
+from embedlab.methods.precision import SCALAR_PRECISIONS
 from embedlab.models.loading import load_model
 from embedlab.registry import load
 from embedlab.runtime.cache.hashing import file_sha256
@@ -37,6 +40,7 @@ class ServedMethod:
     method: EmbeddingMethod
     counting_tokenizer: object
     names: list[str] = field(default_factory=list)
+    max_input_tokens: int | None = None  # the model's own window (a longer text is pooled over chunks, not refused)
 
     @property
     def vectors(self) -> bool:
@@ -46,6 +50,11 @@ class ServedMethod:
     @property
     def dimension(self) -> int | None:
         return self.method.dimension if self.vectors else None
+
+    @property
+    def unit_vectors(self) -> bool:
+        """Whether the method's float vectors have unit length by its spec (``VectorMethod.unit_vectors``)."""
+        return self.vectors and self.method.output_precision == "float32" and self.method.unit_vectors
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens per text, the special tokens the tokenizer adds included (``usage.prompt_tokens``)."""
@@ -67,15 +76,28 @@ def parse_aliases(pairs: Sequence[str]) -> dict[str, str]:
     return aliases
 
 
-def _tokenizer_of(method: EmbeddingMethod) -> object:
-    """The tokenizer of the method's (first part's) model, copied for the counting thread."""
+def _tokenizer_of(method: EmbeddingMethod) -> tuple[object, int | None]:
+    """The tokenizer of the method's (first part's) model, copied for the counting thread, and the model's
+    own window in tokens (None where the tokenizer names none)."""
     part = getattr(method, "parts", [method])[0]
     model = getattr(part, "model", None)  # pooled and matching methods: the loaded model (or a static folder)
     tokenizer = getattr(model, "tokenizer", None) or load_model(part.parsed.model).tokenizer
     counting = copy.deepcopy(tokenizer)
-    if hasattr(counting, "model_max_length"):
+    window = getattr(counting, "model_max_length", None)
+    if window is not None:
         counting.model_max_length = 1 << 62  # counting all of a long text (embedlab splits it), not warning
-    return counting
+    return counting, window if isinstance(window, int) and window < 1_000_000 else None  # transformers' "none" is 1e30
+
+
+def _servable(method: EmbeddingMethod) -> EmbeddingMethod:
+    """``method``, unless its vectors could not be served independently of each other: int8/uint8 output
+    takes each dimension's range from the texts of one encode call, so a served text's bytes would depend
+    on the other requests batched with it (and a one-text request has no ranges at all)."""
+    if isinstance(method, VectorMethod) and not method.pairwise and method.output_precision in SCALAR_PRECISIONS:
+        raise InputError(f"{method.spec}: precision={method.output_precision} fits its ranges on the texts of each encode call, so a "
+                         "served vector would depend on the other requests batched with it. Serve the float32 spec (drop "
+                         "precision=) and quantise with ranges fitted once on a corpus (embed --out), or use precision=binary")
+    return method
 
 
 def _fitted_states(folder: Path, spec: str) -> list[bytes]:
@@ -127,7 +149,7 @@ def load_served(specs: Sequence[str], aliases: dict[str, str] | None = None, *, 
     served: dict[str, ServedMethod] = {}  # canonical spec → served method
     by_name: dict[str, ServedMethod] = {}
     for spec in typed:
-        method = load(spec)
+        method = _servable(load(spec))
         entry = served.setdefault(method.spec, ServedMethod(method.spec, method, None))
         by_name[spec] = by_name[method.spec] = entry
     states = {}
@@ -136,9 +158,12 @@ def load_served(specs: Sequence[str], aliases: dict[str, str] | None = None, *, 
         if manifest_spec not in served:
             raise InputError(f"--fitted {folder}: not a shard folder of a served spec ({', '.join(served)})")
         states[manifest_spec] = _fitted_states(folder, manifest_spec)
+    if fit_on and not any(entry.method.fits_on_target for spec, entry in served.items() if spec not in states):
+        raise InputError(f"--fit-on {fit_on}: no served spec fits statistics on its target texts (weights=idf-target, or a "
+                         "post= step without @ref), so there is nothing to fit; leave --fit-on out")
     for entry in served.values():
         _fit(entry.method, fit_texts, states, batch_size)
-        entry.counting_tokenizer = _tokenizer_of(entry.method)
+        entry.counting_tokenizer, entry.max_input_tokens = _tokenizer_of(entry.method)
     for alias, spec in aliases.items():
         if alias in by_name and by_name[alias] is not by_name[spec]:
             raise InputError(f"--name {alias}={spec}: {alias!r} already names {by_name[alias].spec}")

@@ -9,6 +9,7 @@ batchers stop only after the server has drained), then the command exits with st
 from __future__ import annotations
 
 import contextlib
+import errno
 import signal
 import socket
 import threading
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 
 import uvicorn
 from fastapi import FastAPI
+
+from embedlab.errors import InputError
 
 GRACEFUL_SHUTDOWN_S = 60  # in-flight requests get this long to finish after SIGTERM
 
@@ -59,13 +62,36 @@ class Listener:
             self.socket.close()
 
 
-def listen(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> Listener:
-    """Bind and listen on ``host:port`` (0: a free port) for ``app``; nothing is served until :meth:`Listener.run`."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+def bind(host: str = "127.0.0.1", port: int = 8000) -> socket.socket:
+    """A socket bound to ``host:port`` (0: a free port), not yet listening: taken before the methods load, so
+    that a port in use or a host that is not this machine's is refused at once, naming them."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise InputError(f"--host {host}: not an address or a known host name ({error.strerror})") from None
+    family, _, _, _, address = min(infos, key=lambda info: info[0] != socket.AF_INET)  # IPv4 where a name has both
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
+        sock.bind(address)
+    except OSError as error:
+        sock.close()
+        if error.errno == errno.EADDRINUSE:
+            raise InputError(f"--port {port}: the port is in use on {host} (another server listens there); "
+                             "choose another, or --port 0 for a free one") from None
+        if error.errno == errno.EADDRNOTAVAIL:
+            raise InputError(f"--host {host}: not an address of this machine") from None
+        if error.errno == errno.EACCES:
+            raise InputError(f"--port {port}: not allowed here (ports below 1024 need privileges); choose another") from None
+        raise
+    return sock
+
+
+def listen(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: socket.socket | None = None) -> Listener:
+    """Listen on ``sock`` (or a socket :func:`bind` takes on ``host:port``) for ``app``; nothing is served until
+    :meth:`Listener.run`."""
+    sock = sock if sock is not None else bind(host, port)
+    try:
         sock.listen(2048)
     except OSError:
         sock.close()

@@ -190,10 +190,12 @@ def run_sequences(model: LoadedModel, sequences: Sequence[ModelSequence], batch_
                   show_progress_bar: bool | None, layers: tuple[int, ...]) -> Iterator[tuple[ModelSequence, np.ndarray]]:
     """Each sequence with its (len(layers), length, d) float32 states, batched longest first; what is not
     yielded is dropped as soon as its batch is done (a long text streams through
-    :mod:`embedlab.pooling.long_texts` a group of chunks at a time). On a CPU, batches run one per core
-    (:mod:`embedlab.runtime.streams`)."""
+    :mod:`embedlab.pooling.long_texts` a group of chunks at a time). On a CPU, several batches run one per
+    core (:mod:`embedlab.runtime.streams`); a lone batch runs on the calling thread with every core."""
     batches = [[sequences[position] for position in positions]
                for positions in length_batches([len(sequence.input_ids) for sequence in sequences], batch_size)]
-    outputs = ordered_map(lambda batch: _batch_outputs(model, batch, layers), batches, stream_count(model.device))
+    # one batch per core only when there are several: a lone batch (a small call) runs on this thread with
+    # torch's intra-op threads, so it still has every core
+    outputs = ordered_map(lambda batch: _batch_outputs(model, batch, layers), batches, min(stream_count(model.device), len(batches)))
     for batch, batch_outputs in zip(progress_bar(batches, desc="token states", disable=not show_progress_bar), outputs):
         yield from zip(batch, _sequence_states(batch, batch_outputs))

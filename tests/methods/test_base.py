@@ -92,3 +92,20 @@ def test_text_pairs_are_scored_by_similarity_pairs_not_similarity():
         method.similarity([("a", "b")], [("c", "d")])
     with pytest.raises(TypeError, match="similarity_pairs"):
         embedlab.load("match:minilm").similarity(np.ones((1, 3)), np.ones((1, 3)))
+
+
+def test_unit_vectors_is_what_the_spec_declares_and_what_encode_gives(tmp_path):
+    """A method says whether its vectors have unit length by its spec (a final normalize, an st: model ending in
+    Normalize, a concatenation); where it says so, every vector encode gives has norm 1."""
+    from conformance.tiny_models import build_tiny
+
+    tiny = build_tiny("BERT", tmp_path / "model")
+    texts = ["a man plays a guitar", "two dogs run through snow"]
+    declared = {f"{tiny}": False, f"{tiny}:post=normalize": True, f"{tiny}:post=normalize,truncate_dim=8": True,
+                f"{tiny}+{tiny}:pool=cls": True, f"st:{tiny}": False, "st:minilm": True}
+    for spec, unit in declared.items():
+        method = embedlab.load(spec)
+        assert method.unit_vectors is unit, spec
+        full = method.encode(texts, truncate_dim=method.dimension)  # the full width, whatever the spec cuts
+        norms = np.linalg.norm(full, axis=1)
+        assert np.allclose(norms, 1.0, atol=1e-6) is unit, (spec, norms)  # float32 unit rows: 1 up to rounding

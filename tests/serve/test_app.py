@@ -29,7 +29,7 @@ def spec(tiny_model) -> str:
 
 @pytest.fixture(scope="module")
 def served(spec, tiny_model) -> dict:
-    return load_served([spec], {"tiny": spec, "tiny-match": f"match:{tiny_model},weights=none"})
+    return load_served([spec], {"tiny": spec, "tiny-match": f"match:{tiny_model},weights=none", "tiny-unit": f"{spec}:post=normalize"})
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_base64_decodes_to_the_float_answer(url) -> None:
 
 def test_models_lists_every_name(url, spec) -> None:
     names = {model["id"] for model in httpx.get(f"{url}/v1/models", trust_env=False).json()["data"]}
-    assert names == {spec, "tiny", "tiny-match", embedlab.load(f"match:{spec},weights=none").spec}
+    assert names == {spec, "tiny", "tiny-match", embedlab.load(f"match:{spec},weights=none").spec, "tiny-unit", f"{spec}:post=normalize"}
 
 
 @pytest.mark.parametrize("body, status, param", [
@@ -181,3 +181,48 @@ def test_key_batching_and_a_full_queue(served, expected) -> None:
         for index, answer in enumerate(answers):
             np.testing.assert_allclose([item["embedding"] for item in answer.json()["data"]], expected[index:index + 2], atol=UNIT_ATOL)
         assert metric(url, "embedlab_batch_requests_count", key) == 1 and metric(url, "embedlab_batch_requests_sum", key) == 3
+
+
+def test_dimensions_renormalise_unit_vectors_as_openai_does(url, spec) -> None:
+    """A method whose full vectors are unit length (post=normalize) gets its cut vectors renormalised (OpenAI's
+    shortened embeddings); the raw spec's cut stays a plain cut (test above)."""
+    full = embedlab.load(f"{spec}:post=normalize").encode(TEXTS[:3])
+    answer = post(url, "/v1/embeddings", {"model": "tiny-unit", "input": TEXTS[:3], "dimensions": 8, "encoding_format": "float"})
+    vectors = np.array([item["embedding"] for item in answer.json()["data"]])
+    cut = full[:, :8]
+    # float32 rows of unit scale: the server's renormalisation and numpy's differ only by rounding
+    np.testing.assert_allclose(vectors, cut / np.linalg.norm(cut, axis=1, keepdims=True), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    assert np.linalg.norm(cut, axis=1).max() < 0.99  # a plain cut would not be unit length
+
+
+@pytest.mark.parametrize("given, message", [
+    ([[1, 2, 3], [4, 5]], "check_embedding_ctx_length=False"),  # what LangChain's OpenAIEmbeddings sends by default
+    ([101, 2023], "check_embedding_ctx_length=False"),
+    (["a man", None], "input[1] is null, not a string"),
+    (["a man", {"text": "b"}], "input[1] is an object, not a string"),
+    ("   ", "input[0] holds only whitespace"),
+    (["a man", " \n\t"], "input[1] holds only whitespace"),
+])
+def test_inputs_that_are_not_texts_are_named_for_what_they_are(url, given, message) -> None:
+    answer = post(url, "/v1/embeddings", {"model": "tiny", "input": given})
+    assert answer.status_code == 400 and message in answer.json()["error"]["message"]
+    assert answer.json()["error"]["param"] == "input"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])  # None: curl -d with -H ''
+def test_a_json_body_is_read_whatever_its_content_type(url, expected, content_type) -> None:
+    headers = {"content-type": content_type} if content_type else {}
+    answer = httpx.post(f"{url}/v1/embeddings", content=json.dumps({"model": "tiny", "input": TEXTS[0], "encoding_format": "float"}),
+                        headers=headers, trust_env=False, timeout=30)
+    assert answer.status_code == 200, answer.text
+    np.testing.assert_allclose(answer.json()["data"][0]["embedding"], expected[0], rtol=0, atol=1e-6)
+
+
+def test_the_bearer_scheme_is_case_insensitive_and_a_401_says_how_to_authenticate(served) -> None:
+    with thread_server(served, api_key=KEY) as url:
+        for scheme in ("bearer", "BEARER", "Bearer"):
+            assert httpx.get(f"{url}/v1/models", headers={"authorization": f"{scheme} {KEY}"}, trust_env=False).status_code == 200
+        for header in ({}, {"authorization": f"Basic {KEY}"}, {"authorization": f"bearer {KEY}x"}):
+            refused = httpx.get(f"{url}/v1/models", headers=header, trust_env=False)
+            assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")

@@ -64,3 +64,15 @@ def test_a_spec_is_reached_as_typed_canonical_or_by_alias(tiny_model) -> None:
         parse_aliases(["small"])
     with pytest.raises(InputError, match="given twice"):
         parse_aliases(["a=minilm", "a=st:minilm"])
+
+
+def test_int8_output_is_refused_at_start_since_its_ranges_would_come_from_other_requests(tiny_model) -> None:
+    for precision in ("int8", "uint8"):
+        with pytest.raises(InputError, match=f"precision={precision} fits its ranges on the texts of each encode call"):
+            load_served([f"{tiny_model}:precision={precision}"])
+    assert load_served([f"{tiny_model}:precision=binary"])  # bits need no ranges: one text's bits are its own
+
+
+def test_fit_on_with_nothing_to_fit_is_refused(tiny_model, fit_file) -> None:
+    with pytest.raises(InputError, match="--fit-on .*nothing to fit"):
+        load_served([str(tiny_model), f"{tiny_model}:post=whiten@ref"], fit_on=fit_file)

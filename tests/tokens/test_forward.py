@@ -101,3 +101,41 @@ def test_template_mask_positions_are_found_for_every_text(minilm, name, sts_sent
     [states] = store.compute(["Dogs bark."], template=template)
     expected = minilm.tokenizer(template.text.replace("[X]", "Dogs bark.").replace("[MASK]", minilm.tokenizer.mask_token))["input_ids"]
     assert states.token_ids.tolist() == expected
+
+
+def test_a_lone_batch_runs_on_the_calling_thread_with_every_core_and_the_one_thread_states(minilm, sts_sentences, monkeypatch):
+    """A small call (one batch) keeps torch's intra-op threads on the calling thread instead of one stream on
+    one thread; several batches still run one per core. The states equal the one-thread run's."""
+    import threading
+
+    from embedlab.tokens import forward
+    from embedlab.tokens.forward import run_sequences, text_sequences
+
+    texts = sts_sentences[:6]
+    encoded = minilm.tokenizer(texts, add_special_tokens=False)["input_ids"]
+    sequences = [sequence for index, (text, ids) in enumerate(zip(texts, encoded))
+                 for sequence in text_sequences(minilm, index, text, list(ids), None)]
+    seen: list[tuple[bool, int]] = []
+    original = forward._batch_outputs
+
+    def spy(model, batch, layers):
+        seen.append((threading.get_ident() == caller, torch.get_num_threads()))
+        return original(model, batch, layers)
+
+    monkeypatch.setattr(forward, "_batch_outputs", spy)
+    caller, threads = threading.get_ident(), torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        alone = list(run_sequences(minilm, sequences, 32, False, (6,)))
+        torch.set_num_threads(2)
+        seen.clear()
+        small = list(run_sequences(minilm, sequences, 32, False, (6,)))  # 6 texts: one batch
+        assert seen == [(True, 2)]
+        seen.clear()
+        list(run_sequences(minilm, sequences, 3, False, (6,)))  # two batches: one per core
+        assert seen == [(False, 1), (False, 1)]
+    finally:
+        torch.set_num_threads(threads)
+    for (_, expected), (_, states) in zip(alone, small):
+        # float32 states of unit-scale activations; intra-op threads split rows, not sums, so they agree to rounding
+        np.testing.assert_allclose(states, expected, rtol=0, atol=1e-5)
