@@ -16,7 +16,7 @@ from embedlab.cli.arguments import add_bootstrap, add_format, non_negative_int
 from embedlab.errors import InputError
 
 
-def _units(run, db) -> dict:
+def run_units(run, db) -> dict:
     """Per-unit scores of every record of ``run``: in memory for fresh records, from ``db`` for reused ones."""
     units = {(r.method, r.task, r.dataset, r.subset, r.metric): r.units for r in run.records if r.units is not None}
     for method, task, dataset in {(r.method, r.task, r.dataset) for r in run.records if r.units is None}:
@@ -43,7 +43,7 @@ def run_compare(args: argparse.Namespace) -> int:
     methods = [load_method(spec) for spec in args.specs]
     db = None if args.no_db else ResultsDB(args.db)
     run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, bootstrap=resamples)
-    comparison = compare_records(run.records, _units(run, db), [method.spec for method in methods],
+    comparison = compare_records(run.records, run_units(run, db), [method.spec for method in methods],
                                  resamples=resamples, seed=args.seed, metric=args.metric)
     text = format_comparison(comparison, args.format)
     sys.stdout.write(text + "\n" if text else "")

@@ -61,18 +61,27 @@ def _stored(args: argparse.Namespace) -> list[Record]:
     return _filter(records, args)
 
 
-def run_eval(args: argparse.Namespace) -> int:
-    from embedlab.evaluation.harness import evaluate, parse_tasks
-    from embedlab.results.database import ResultsDB
+def tasks_from_options(args: argparse.Namespace) -> list:
+    """The tasks of ``--tasks`` with the task options of :func:`add_task_options` (a ``--rerank`` method loaded),
+    checked; shared by every command that evaluates (``eval``, ``choose``)."""
+    from embedlab.evaluation.harness import parse_tasks
 
-    if args.engine != "ray" and (args.address or args.workers):
-        raise InputError("--address and --workers are options of --engine ray")
     rerank = load_method(args.rerank) if args.rerank else None
     tasks = parse_tasks(args.tasks, seed=args.seed, pair_features=args.pair_features,
                         layout="line" if args.groups_per_line else "column", product=args.product,
                         split=args.split, k=args.k, run_out=args.run_out, rerank=rerank, rerank_depth=args.rerank_depth,
                         corpus_vectors=args.corpus_vectors, search=args.search, rescore=args.rescore)
     _check_retrieval_flags(args, tasks)
+    return tasks
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from embedlab.evaluation.harness import evaluate
+    from embedlab.results.database import ResultsDB
+
+    if args.engine != "ray" and (args.address or args.workers):
+        raise InputError("--address and --workers are options of --engine ray")
+    tasks = tasks_from_options(args)
     methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work
     db = None if args.no_db else ResultsDB(args.db)
     session = contextlib.nullcontext()
@@ -157,6 +166,18 @@ def _common(parser: argparse.ArgumentParser, with_format: bool = True) -> None:
                             help="only each dataset's headline number plus per-task averages (the pooling paper's Table 4 shape)")
 
 
+def add_task_options(parser: argparse.ArgumentParser) -> None:
+    """The options that reach the tasks (:func:`tasks_from_options` reads them), one definition for every command
+    that evaluates: ``--pair-features``, ``--groups-per-line``, ``--product`` and the retrieval options."""
+    parser.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
+                        help="MRPC/SICK-E classifier features: senteval [|u-v|, u*v] or full [u, v, |u-v|, u*v]")
+    parser.add_argument("--groups-per-line", action="store_true", help="user grouped files (triplets:@FILE) hold one group per line")
+    parser.add_argument("--product", choices=("cosine", "dot"), default="cosine",
+                        help="triplets, pairs, correlations: the embedding product; dot keeps the embeddings as "
+                             "encoded (neural-embeddings paper Appendix F; subsets named SUBSET,product=dot)")
+    _retrieval_options(parser)
+
+
 def _retrieval_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("retrieval (retrieval:qqp, retrieval:@BEIR_FOLDER; docs/evaluation.md)")
     group.add_argument("--split", default="test", help="qrels split of a BEIR folder: qrels/SPLIT.tsv (default test)")
@@ -188,16 +209,9 @@ def add_cli(subparsers) -> None:
     evaluate_parser.add_argument("--seed", type=non_negative_int, default=0,
                                  help="seed of every random choice (k-means, CV folds, ALIGN-SIM samples, bootstrap resamples)")
     add_bootstrap(evaluate_parser)
-    evaluate_parser.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
-                                 help="MRPC/SICK-E classifier features: senteval [|u-v|, u*v] or full [u, v, |u-v|, u*v]")
-    evaluate_parser.add_argument("--groups-per-line", action="store_true",
-                                 help="user grouped files (triplets:@FILE) hold one group per line")
-    evaluate_parser.add_argument("--product", choices=("cosine", "dot"), default="cosine",
-                                 help="triplets, pairs, correlations: the embedding product; dot keeps the embeddings as "
-                                      "encoded (neural-embeddings paper Appendix F; subsets named SUBSET,product=dot)")
+    add_task_options(evaluate_parser)
     evaluate_parser.add_argument("--intersection", action="store_true",
                                  help="triplets: also the Eq. 3 intersection of each method's broken triplets with the first method's")
-    _retrieval_options(evaluate_parser)
     evaluate_parser.add_argument("--engine", choices=("local", "ray"), default="local",
                                  help="ray: encode each task's unique texts on Ray actors (pip install 'embedlab[ray]'; docs/scale.md)")
     evaluate_parser.add_argument("--address", default=None, help="--engine ray: cluster to attach to (default $RAY_ADDRESS, else a local Ray)")
