@@ -27,7 +27,9 @@ from embedlab.evaluation.clustering import ClusteringTask
 from embedlab.evaluation.correlations import CorrelationsTask
 from embedlab.evaluation.geometry import AlignmentTask, IsotropyTask
 from embedlab.evaluation.pairs import PairsTask
-from embedlab.evaluation.records import Record
+from embedlab.evaluation.cost import collecting
+from embedlab.evaluation.records import Record, record_of_row
+from embedlab.evaluation.settings_groups import compact_settings
 from embedlab.evaluation.retrieval import RetrievalTask
 from embedlab.evaluation.sts import STSTask
 from embedlab.evaluation.triplets import TripletsTask
@@ -100,10 +102,6 @@ def parse_tasks(selection: str | Iterable[str], **options) -> list[Task]:
             seen.add(item)
             tasks.append(TASK_FAMILIES[family].create(dataset, options))
     return tasks
-
-
-# stored rows computed under another method identity: never reused, replaced like rows of other settings
-_OTHER_IDENTITY = {"<stored under another method identity>": True}
 
 
 def _storable(records: list[Record]) -> list[Record]:
@@ -185,28 +183,33 @@ def _evaluate_one(run: EvaluationRun, method: Method, task: Task, *, db, force: 
         run.skipped.append((method.spec, task.name, task.dataset, reason))
         say(f"skip {task.name}/{task.dataset} for {method.spec}: {reason}")
         return None
-    settings = task.settings()
-    identity = method_identity(method)
-    stored_settings = db.settings(method.spec, task.name, task.dataset) if db is not None else None
-    if stored_settings is not None and db.identities(method.spec, task.name, task.dataset) != {identity}:
-        stored_settings = _OTHER_IDENTITY
-    stored = [r for r in db.records(method.spec, task.name, task.dataset) if not r.subset.startswith("vs ")] \
-        if stored_settings == settings and not force else None
-    if stored is not None and task.reuses(stored):
+    settings, identity = task.settings(), method_identity(method)
+    stored = _stored_group(db, method, task, settings, identity) if db is not None and not force else []
+    if stored and task.reuses(stored):
         run.records += _stored_intervals(db, stored, resamples, seed)
         run.reused.append((method.spec, task.name, task.dataset))
         say(f"reuse {task.name}/{task.dataset} for {method.spec} ({len(stored)} stored records)")
         return None
-    if stored_settings is not None and stored_settings != settings:
-        db.delete(method.spec, task.name, task.dataset)  # computed with other settings: never mixed
-    say(f"run {task.name}/{task.dataset} for {method.spec}")
+    say(f"run {task.name}/{task.dataset} for {method.spec}" + (f" ({compact_settings(settings)})" if settings else ""))
     started = time.perf_counter()
-    records = [with_interval(record, resamples, seed) for record in task.run(method)]
-    if db is not None:
-        db.add(_storable(records), fingerprint=method.fingerprint, seed=seed, extra={"settings": settings} if settings else None,
-               identity=identity)
+    with collecting(method) as tally:
+        computed = task.run(method)
+    cost = tally.cost()
+    # every record carries the settings group it belongs to (part of its stored identity) and the cost of its vectors
+    records = [replace(with_interval(record, resamples, seed), settings=settings, cost=cost) for record in computed]
+    if db is not None:  # rows of other settings groups are never touched; this group's rows are replaced
+        db.add(_storable(records), fingerprint=method.fingerprint, seed=seed, identity=identity)
     run.records += records
     return f"done {task.name}/{task.dataset} for {method.spec} in {time.perf_counter() - started:.1f} s"
+
+
+def _stored_group(db, method: Method, task: Task, settings: dict, identity: str) -> list[Record]:
+    """The stored records of ``method`` on ``task`` in the settings group ``settings`` computed under the method's
+    current ``identity`` (rows of another identity — another fit, changed model files, an older database — are
+    never reused; Eq. 3 intersection rows are the intersection step's own)."""
+    rows = [row for row in db.provenance(method.spec, task.name, task.dataset, settings=settings)
+            if row["identity"] == identity and not row["subset"].startswith("vs ")]
+    return [record_of_row(row) for row in rows]
 
 
 # the reason a stored record without per-unit scores gives (stored before they were kept)
@@ -236,15 +239,14 @@ def _stored_intervals(db, stored: list[Record], resamples: int, seed: int) -> li
 def _against_reference(task: Task, method: Method, reference: Method, *, db, force: bool, seed: int) -> list[Record]:
     """``task``'s comparison of ``method`` with ``reference``: the stored records of this pair of identities,
     or the comparison computed now and stored."""
-    subset = f"vs {reference.spec}"
+    subset, settings = f"vs {reference.spec}", task.settings()
     pair_identity = cache_key("intersection", method_identity(method), method_identity(reference))
     if db is not None and not force:
-        rows = [row for row in db.provenance(method.spec, task.name, task.dataset) if row["subset"] == subset]
-        stored = [Record(*(row[key] for key in ("method", "task", "dataset", "subset", "metric", "value", "n")))
-                  for row in rows if row["identity"] == pair_identity]
+        rows = [row for row in db.provenance(method.spec, task.name, task.dataset, settings=settings) if row["subset"] == subset]
+        stored = [record_of_row(row) for row in rows if row["identity"] == pair_identity]
         if stored and len(stored) == len(rows):
             return stored
-    record = task.against_reference(method, reference)
+    record = replace(task.against_reference(method, reference), settings=settings)
     if db is not None:
         db.add(_storable([record]), fingerprint=method.fingerprint, seed=seed, extra={"reference": reference.spec},
                identity=pair_identity)

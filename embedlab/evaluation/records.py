@@ -100,3 +100,10 @@ class Record:
     @property
     def has_interval(self) -> bool:
         return self.ci_low is not None and self.ci_high is not None
+
+
+def record_of_row(row: dict[str, Any]) -> Record:
+    """The record of one stored row (a dict of the results database's columns, as ``ResultsDB.provenance``
+    gives it): its key, value, interval fields, settings and cost (not its units)."""
+    return Record(*(row[key] for key in RECORD_KEYS), **{key: row.get(key) for key in CI_KEYS},
+                  settings=row.get("settings") or {}, cost=row.get("cost"))

@@ -9,17 +9,21 @@ distinct pairs, and their score stands in for the cosine.
 
 Encodings and pair scores are cached on disk through ``runtime.cache.arrays.ArrayStore("eval")`` (checksummed,
 atomic), keyed by method spec, model fingerprint and a digest of the text list, so reruns and
-interrupted runs recompute nothing.
+interrupted runs recompute nothing. Each entry's cost (:mod:`embedlab.evaluation.cost`: time, CPU, memory of
+the call that computed it) is kept beside it and reported again whenever the entry is reused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from embedlab.errors import InputError
 from embedlab.evaluation.base import Method, NotApplicableError, method_identity
+from embedlab.evaluation.cost import CallCost, measured, report, vector_bytes
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.cache.hashing import cache_key, texts_digest
 from embedlab.runtime.progress import show_progress
@@ -66,6 +70,29 @@ def _cache_key(method: Method, kind: str, texts: Sequence[str]) -> str:
     return cache_key(kind, method_identity(method), texts_digest(texts))
 
 
+def _cached_measured(method: Method, key: str, count: int, compute: Callable[[], tuple[np.ndarray, int | None]]) -> np.ndarray:
+    """The array of ``key`` from the eval cache, or ``compute()`` (the array and bytes per vector) measured and
+    stored with its cost beside it; either way the cost of the call that computed it is reported
+    (:func:`embedlab.evaluation.cost.report`): measured now, read back, or untimed for an entry cached
+    before costs were kept."""
+    fresh: list[CallCost] = []
+
+    def run() -> np.ndarray:
+        (array, width_bytes), call = measured(compute, count)
+        fresh.append(replace(call, bytes_per_vector=width_bytes))
+        return array
+
+    array = _STORE.get(key, run)
+    if fresh:
+        call = fresh[0]
+        _STORE.save(key + "-cost", np.frombuffer(json.dumps(call.as_json()).encode(), dtype=np.uint8))
+    else:
+        stored = _STORE.load(key + "-cost")
+        call = CallCost.from_json(json.loads(stored.tobytes())) if stored is not None else CallCost(texts=count)
+    report(method, call)
+    return array
+
+
 def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32, role: str | None = None,
                  precision: str | None = None) -> np.ndarray:
     """``method.encode(texts)`` in ONE call (float32, one row per text), cached on disk.
@@ -80,8 +107,10 @@ def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32, 
     if precision is not None:
         overrides["precision"] = precision
 
-    def compute() -> np.ndarray:
+    def compute() -> tuple[np.ndarray, int | None]:
         vectors = method.encode(texts, batch_size=batch_size, show_progress_bar=show_progress(), **overrides)
+        # bytes of one vector as the method returns it, in its own precision (not a --rescore float override)
+        width_bytes = vector_bytes(vectors) if precision is None else None
         # quantised outputs (precision=binary ...) compared as their precision means them: bits as ±1
         vectors = np.asarray(method.comparable(vectors) if hasattr(method, "comparable") else vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
@@ -89,28 +118,29 @@ def encode_texts(method: Method, texts: Sequence[str], *, batch_size: int = 32, 
         if not np.all(np.isfinite(vectors)):
             bad = int(np.flatnonzero(~np.all(np.isfinite(vectors), axis=1))[0])
             raise InputError(f"{method.spec!r}.encode returned a non-finite embedding for text {bad}: {texts[bad][:80]!r}")
-        return vectors
+        return vectors, width_bytes
 
     kind = "encode" + "".join(f":{name}={value}" for name, value in sorted(overrides.items()))
-    return _STORE.get(_cache_key(method, kind, texts), compute)
+    return _cached_measured(method, _cache_key(method, kind, texts), len(texts), compute)
 
 
 def score_pairs(method: Method, pairs: list[tuple[str, str]], batch_size: int = 32, *, cached: bool = True) -> np.ndarray:
     """``method.similarity_pairs(pairs)`` in ONE call (float32, one score per pair), cached on disk unless
     ``cached=False`` (a caller that times the scoring itself)."""
 
-    def compute() -> np.ndarray:
+    def compute() -> tuple[np.ndarray, None]:
         scores = np.asarray(method.similarity_pairs(pairs, batch_size=batch_size, show_progress_bar=show_progress()), dtype=np.float32)
         if scores.shape != (len(pairs),):
             raise InputError(f"{method.spec!r}.similarity_pairs returned shape {scores.shape} for {len(pairs)} pairs")
         if not np.all(np.isfinite(scores)):
             bad = int(np.flatnonzero(~np.isfinite(scores))[0])
             raise InputError(f"{method.spec!r}.similarity_pairs returned a non-finite score for pair {bad}")
-        return scores
+        return scores, None
 
     if not cached:
-        return compute()
-    return _STORE.get(_cache_key(method, "similarity", [text for pair in pairs for text in pair]), compute)
+        return compute()[0]
+    key = _cache_key(method, "similarity", [text for pair in pairs for text in pair])
+    return _cached_measured(method, key, len(pairs), compute)
 
 
 class Encoded:

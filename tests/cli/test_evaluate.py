@@ -113,7 +113,7 @@ def test_triplet_intersection_records(files, tmp_path: Path) -> None:
     assert [r for r in again.records if r.metric == "intersection"] == [record]
 
 
-def test_results_of_other_settings_are_recomputed_not_reused(tmp_path: Path) -> None:
+def test_results_of_other_settings_are_added_beside_not_replacing(tmp_path: Path) -> None:
     labelled = tmp_path / "labelled.tsv"
     labelled.write_text("".join(f"{k % 2}\ttext {k}\n" for k in range(12)))
     db = ResultsDB(tmp_path / "s.sqlite")
@@ -121,11 +121,13 @@ def test_results_of_other_settings_are_recomputed_not_reused(tmp_path: Path) -> 
     messages: list[str] = []
     for seed in (0, 1, 1, 0):
         evaluate([method], parse_tasks(f"clustering:@{labelled}", seed=seed), db=db, seed=seed, log=messages.append)
-    assert [m.split()[0] for m in messages if not m.startswith("done ")] == ["run", "run", "reuse", "run"]
-    assert sum(m.startswith("done clustering/labelled@") and " s (1/1 tasks)" in m for m in messages) == 3  # per-task time
+    # seed 0's rows survive seed 1's run: the last run reuses them
+    assert [m.split()[0] for m in messages if not m.startswith("done ")] == ["run", "run", "reuse", "reuse"]
+    assert sum(m.startswith("done clustering/labelled@") and " s (1/1 tasks)" in m for m in messages) == 2  # per-task time
     dataset = parse_tasks(f"clustering:@{labelled}")[0].dataset  # the seed is no part of a user file's name
-    assert db.settings("settings", "clustering", dataset) == {}  # the last run: default settings
-    assert {row["seed"] for row in db.provenance(method="settings")} == {0}  # seed 1's rows were replaced
+    assert db.settings_groups("settings", "clustering", dataset) == [{}, {"seed": 1}]
+    assert {row["seed"] for row in db.provenance(method="settings")} == {0, 1}
+    assert {r.settings.get("seed", 0) for r in db.records(method="settings")} == {0, 1}
 
 
 @pytest.fixture()
