@@ -22,6 +22,7 @@ def run_choose(args: argparse.Namespace) -> int:
     from embedlab.cli.evaluate import load_method, tasks_from_options
     from embedlab.evaluation.bootstrap import check_resamples
     from embedlab.evaluation.harness import evaluate
+    from embedlab.evaluation.settings_groups import named_settings
     from embedlab.results.choice import check_rankable, choose, format_choices
     from embedlab.results.comparison import best_per_group
     from embedlab.results.database import ResultsDB
@@ -40,8 +41,7 @@ def run_choose(args: argparse.Namespace) -> int:
     if missing:
         raise InputError(f"no {args.metric or 'headline'} record for {', '.join(missing)} (every method skipped, or the "
                          "task options leave the metric out, e.g. --k without 10 for ndcg@10); give --metric")
-    settings = {(task.name, task.dataset): task.settings() for task in tasks}
-    choices = choose(groups, settings=settings, within=args.within)
+    choices = choose(groups, settings=named_settings(tasks), within=args.within)
     notes = [f"skipped {method} on {task}/{dataset}: {reason}" for method, task, dataset, reason in run.skipped]
     text = format_choices(choices, args.format, notes)
     sys.stdout.write(text + "\n" if text else "")

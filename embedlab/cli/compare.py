@@ -17,12 +17,15 @@ from embedlab.errors import InputError
 
 
 def run_units(run, db) -> dict:
-    """Per-unit scores of every record of ``run``: in memory for fresh records, from ``db`` for reused ones."""
+    """Per-unit scores of every record of ``run``: in memory for fresh records, from ``db`` for reused ones (from
+    the settings group each record belongs to)."""
+    from embedlab.evaluation.settings_groups import settings_json
+
     units = {(r.method, r.task, r.dataset, r.subset, r.metric): r.units for r in run.records if r.units is not None}
-    for method, task, dataset in {(r.method, r.task, r.dataset) for r in run.records if r.units is None}:
-        if db is not None:
-            for (subset, metric), found in db.units(method, task, dataset).items():
-                units.setdefault((method, task, dataset, subset, metric), found)
+    reused = {(r.method, r.task, r.dataset, settings_json(r.settings)): r.settings for r in run.records if r.units is None}
+    for (method, task, dataset, _), settings in reused.items() if db is not None else ():
+        for (subset, metric), found in db.units(method, task, dataset, settings).items():
+            units.setdefault((method, task, dataset, subset, metric), found)
     return units
 
 

@@ -158,7 +158,10 @@ COLUMNS = ("task", "dataset", "subset", "metric", "method", "value", "ci_low", "
 
 
 def _settings_text(settings: dict) -> str:
-    return ", ".join(f"{name}={value}" for name, value in sorted(settings.items())) or "defaults"
+    """``k=10 search=hnsw`` or ``defaults``: the settings group the rows come from, as ``--settings`` reads it."""
+    from embedlab.evaluation.settings_groups import DEFAULTS_TEXT, compact_settings
+
+    return compact_settings(settings) or DEFAULTS_TEXT
 
 
 def row_values(choice: Choice, candidate: Candidate) -> list[object]:

@@ -28,7 +28,8 @@ def test_choose_marks_the_best_and_its_ties_and_reuses_stored_runs(tmp_path: Pat
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [row["method"] for row in rows] == ["fake-a", "fake-b", "fake-c"]
     best = max(rows, key=lambda row: row["value"])  # spearman: higher is better
-    assert best["tie"] == "best" and best["tied_with_best"] and best["pareto"] and best["diff_vs_best"] is None
+    assert best["tie"] == "best" and best["tied_with_best"] and best["diff_vs_best"] is None
+    assert_front_follows_the_figures(rows)
     assert "best" in best["picked_for"].split("; ")
     for row in rows:
         assert row["metric"] == "spearman" and row["ci_low"] < row["value"] < row["ci_high"]
@@ -50,3 +51,48 @@ def test_what_cannot_be_ranked_is_refused_before_any_model_loads(extra, message,
     monkeypatch.setattr(cli_eval, "load_method", lambda spec: pytest.fail(f"{spec} loaded before the refusal"))
     assert main(["choose", "a", "b", "--tasks", "pairs:sts", *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def assert_front_follows_the_figures(rows: list[dict]) -> None:
+    """The front recomputed from the printed figures: a row is off it only when another is at least as good on all
+    four (quality, a tie with the best at the best's value; texts/s; bytes per vector; peak memory) and better on
+    one; a figure missing on either side is not "at least as good"."""
+    best = next(row["value"] for row in rows if row["tie"] == "best")
+
+    def objectives(row: dict) -> tuple[float | None, ...]:
+        costs = (row["texts_per_second"], row["bytes_per_vector"], row["peak_memory_mb"])
+        signed = [None if value is None else sign * value for value, sign in zip(costs, (1, -1, -1))]
+        return (best if row["tied_with_best"] else row["value"], *signed)
+
+    for row in rows:
+        mine = objectives(row)
+        dominated = any(None not in objectives(other) + mine and all(a >= b for a, b in zip(objectives(other), mine))
+                        and objectives(other) != mine for other in rows if other is not row)
+        assert row["pareto"] == (not dominated), row["method"]
+
+
+def _beir_folder(root: Path, sts_test_rows) -> Path:
+    """A small BEIR folder from STS-B test: 60 second sentences are the corpus; the first sentence of each pair
+    scored ≥ 3 is a query whose one relevant document is its pair's (22 queries)."""
+    (root / "qrels").mkdir(parents=True)
+    rows = sts_test_rows[:60]
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": b}) + "\n" for i, (_, _, b) in enumerate(rows)))
+    judged = [i for i, (score, _, _) in enumerate(rows) if score >= 3]
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": rows[i][1]}) + "\n" for i in judged))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in judged))
+    return root
+
+
+def test_minilm_its_binary_vectors_and_random_tokens_on_a_beir_folder(tmp_path: Path, sts_test_rows, capsys) -> None:
+    folder = _beir_folder(tmp_path / "beir", sts_test_rows)
+    specs = ["minilm", "minilm:precision=ubinary", "random:minilm"]
+    assert main(["choose", *specs, "--tasks", f"retrieval:@{folder}", "--db", str(tmp_path / "r.sqlite"),
+                 "--bootstrap", "200", "--format", "json", "-q"]) == 0
+    rows = {row["method"]: row for row in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert list(rows) == specs and {row["metric"] for row in rows.values()} == {"ndcg@10"}
+    # 384 float32 values, and 384 sign bits packed into 48 bytes
+    assert [rows[spec]["bytes_per_vector"] for spec in specs] == [1536, 48, 1536]
+    assert rows["minilm"]["tie"] == "best" and rows["minilm"]["value"] > rows["random:minilm"]["value"]
+    for row in rows.values():
+        assert row["ci_low"] <= row["value"] <= row["ci_high"] and row["texts_per_second"] > 0 and row["peak_memory_mb"] >= 0
+    assert_front_follows_the_figures(list(rows.values()))
