@@ -25,7 +25,7 @@ from pathlib import Path
 from embedlab.evaluation.base import UNITS
 from embedlab.evaluation.harness import TASK_FAMILIES, metric_of
 from embedlab.evaluation.records import Record
-from embedlab.results.figures import img_tag, png_base64
+from embedlab.results.figures import img_tag, plain_log_ticks, png_base64
 from embedlab.results.retrieval_report import retrieval_section
 from embedlab.results.summaries import headline_records
 from embedlab.results.tables import format_value, methods_of, pivot, pivot_cells
@@ -105,8 +105,8 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
         axis.invert_yaxis()
         axis.set_xlim(low, high)
         if log_scale:
-            axis.set_xscale("log")  # plain tick labels: mathtext is off (runtime.extras.pyplot), the default ones print as code
-            axis.xaxis.set_major_formatter("{x:.3g}"), axis.xaxis.set_minor_formatter("{x:.3g}")
+            axis.set_xscale("log")
+            plain_log_ticks(axis.xaxis)
         axis.set_xlabel(_label(task, metric), fontsize=8)
         axis.set_title(f"{task} {dataset} ({subset})", fontsize=9)
         axis.grid(axis="x", alpha=0.3)
@@ -128,7 +128,7 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
     axis.set_ylim(low, high + (high - low) * (0.25 if len(methods) > 2 else 0))
     if log_scale:
         axis.set_yscale("log")
-        axis.yaxis.set_major_formatter("{x:.3g}"), axis.yaxis.set_minor_formatter("{x:.3g}")
+        plain_log_ticks(axis.yaxis)
     axis.set_ylabel(_label(task, metric), fontsize=8)
     axis.set_title(f"{task}: {metric}", fontsize=9)
     axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars
