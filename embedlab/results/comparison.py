@@ -188,12 +188,13 @@ def tie_marks(records: Sequence[Record], units: dict[tuple[str, str, str, str, s
               seed: int) -> dict[tuple[str, str, str, str, str], str]:
     """For the report: per headline record key (method, task, dataset, subset, metric), ``best`` or ``tied``
     (with the best), for every group of two or more methods whose per-unit scores pair; other groups get no marks."""
-    marks = {}
-    for (task, dataset, subset, name), group in best_per_group(records, units, resamples=resamples, seed=seed,
-                                                               strict=False).items():
-        if len(group.records) > 1:
-            marks.update({(m, task, dataset, subset, name): group.mark(m) for m in group.records if group.mark(m)})
-    return marks
+    return marks_of(best_per_group(records, units, resamples=resamples, seed=seed, strict=False))
+
+
+def marks_of(groups: dict[tuple[str, str, str, str], AgainstBest]) -> dict[tuple[str, str, str, str, str], str]:
+    """Per record key (method, task, dataset, subset, metric), ``best`` or ``tied``, of the groups of two or more."""
+    return {(method, *key): group.mark(method) for key, group in groups.items() if len(group.records) > 1
+            for method in group.records if group.mark(method)}
 
 
 def _number(value: float | None, digits: int = 4) -> str:

@@ -22,11 +22,12 @@ def img_tag(image: str, alt: str, klass: str = "") -> str:
     return f"<img class='{klass}' alt='{html.escape(alt)}' src='data:image/png;base64,{image}'>"
 
 
-def plain_log_ticks(axis_part, minor: bool = True) -> None:
+def plain_log_ticks(axis_part, minor: bool = True, form: str = "{x:.3g}") -> None:
     """Plain tick labels (``10``, ``0.05``) on a log-scaled x or y axis (``axis.xaxis``): mathtext is off
     (:func:`~embedlab.runtime.extras.pyplot`), so matplotlib's default log labels would print as code
-    (``$\\mathdefault{10^{0}}$``). ``minor``: label the minor ticks too (a narrow range may hold no major one)."""
+    (``$\\mathdefault{10^{0}}$``). ``minor``: label the minor ticks too (a narrow range may hold no major one);
+    ``form``: the labels' format."""
     from matplotlib.ticker import NullFormatter
 
-    axis_part.set_major_formatter("{x:.3g}")
-    axis_part.set_minor_formatter("{x:.3g}" if minor else NullFormatter())
+    axis_part.set_major_formatter(form)
+    axis_part.set_minor_formatter(form if minor else NullFormatter())

@@ -25,6 +25,8 @@ from pathlib import Path
 from embedlab.evaluation.base import UNITS
 from embedlab.evaluation.harness import TASK_FAMILIES, metric_of
 from embedlab.evaluation.records import Record
+from embedlab.results.comparison import marks_of
+from embedlab.results.decision_report import decision_section
 from embedlab.results.figures import img_tag, plain_log_ticks, png_base64
 from embedlab.results.retrieval_report import retrieval_section
 from embedlab.results.summaries import headline_records
@@ -296,8 +298,8 @@ def _alignsim_section(records: Sequence[Record], provenance: Provenance, colours
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
-table { border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.8em; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; } th { background: #f3f3f3; text-align: left; }
+table { border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.8em; max-width: 100%; } /* wraps, never wider */
+th, td { border: 1px solid #ccc; padding: 3px 8px; overflow-wrap: anywhere; } th { background: #f3f3f3; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.best { text-align: right; font-weight: bold; background: #e6f4e6; font-variant-numeric: tabular-nums; }
 td.tied { text-align: right; background: #f1f8f1; font-style: italic; font-variant-numeric: tabular-nums; }
@@ -340,9 +342,12 @@ def _provenance_section(records: Sequence[Record], provenance: Provenance, colou
 
 
 def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation report",
-                provenance: Provenance | None = None, ties: dict | None = None) -> str:
-    """One self-contained HTML page: provenance, then a section per task with its plots and table."""
-    records = list(records)
+                provenance: Provenance | None = None, ties: dict | None = None, against_best: dict | None = None) -> str:
+    """One self-contained HTML page: provenance, then a section per task with its plots and table. ``against_best``
+    (:func:`~embedlab.results.comparison.best_per_group`) adds each task's difference-from-the-best and cost charts
+    and gives the tie marks when ``ties`` is not given."""
+    records, against_best = list(records), against_best or {}
+    ties = ties if ties is not None else marks_of(against_best)
     provenance = provenance or Provenance()
     colours = method_colours(methods_of(records))
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -366,6 +371,7 @@ def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation 
                 curve = _layer_plot(task, metric, chosen, sweeps) if sweeps else None
                 if curve:
                     parts.append(img_tag(curve, f"{task} {metric} by layer"))
+        parts += decision_section({key: group for key, group in against_best.items() if key[0] == task}, colours)
         if task == "alignment":
             scatter = _alignment_plot(task_records, colours)
             if scatter:

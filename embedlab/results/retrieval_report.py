@@ -60,7 +60,8 @@ def curve_figures(records: Sequence[Record], colours: dict[str, str]) -> list[tu
             axis.grid(alpha=0.3)
         figure.tight_layout()
         # beside the plots, never over the curves (the figure is saved with its bounding box around the legend)
-        axes[-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+        lines = {label: line for axis in axes for line, label in zip(*axis.get_legend_handles_labels())}  # either panel's
+        axes[-1].legend(lines.values(), lines.keys(), fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
         figures.append((figure, f"retrieval {dataset} nDCG@k and recall@k by method"))
     return figures
 
