@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from embedlab.errors import InputError
-from embedlab.evaluation.harness import TASK_FAMILIES, metric_of
+from embedlab.evaluation.harness import metric_of
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.significance import PairedDifference
 from embedlab.results.comparison import AgainstBest
@@ -78,11 +78,11 @@ def check_rankable(tasks: Sequence, metric: str | None) -> None:
     """One clear error, before any work, for a task that gives nothing to rank on: no headline metric, or a
     metric (its headline or ``metric``) that declares no better direction."""
     for task in tasks:
-        name = metric or TASK_FAMILIES[task.name].headline_of(task.dataset)
+        name = metric or task.headline_of(task.dataset)
         if name is None:
             raise InputError(f"task {task.name}/{task.dataset} declares no headline metric to rank methods on; "
                              "give --metric")
-        if not metric_of(task.name, name).better:
+        if not task.metric(name).better:
             raise InputError(f"metric {name} of task {task.name}/{task.dataset} is neither higher- nor lower-is-better, "
                              "so it cannot rank methods; give --metric with one that is")
 
@@ -220,7 +220,7 @@ def format_choices(choices: Sequence[Choice], output_format: str, notes: Sequenc
     header = ["task", "dataset", "metric", "method", "value [95% CI]", "vs best [paired 95% CI]", "tie", "texts/s",
               "bytes/vector", "peak MB", "Pareto", "pick for"]
     table = render(header, [_table_row(choice, c) for choice in choices for c in choice.candidates], output_format)
-    lines = [line for choice in choices for line in pick_lines(choice)] + list(notes)
-    if output_format == "markdown":
-        lines = [f"- {line.strip()}" if line.startswith("  ") else f"\n{line}" for line in lines]
-    return "\n".join([table, "", *lines]) if lines else table
+    blocks = [pick_lines(choice) for choice in choices] + [list(notes)]
+    if output_format == "markdown":  # a paragraph per task dataset, its picks a list under it
+        blocks = [[f"- {line.strip()}" if line.startswith("  ") else line for line in block] for block in blocks]
+    return "\n\n".join([table, *("\n".join(block) for block in blocks if block)])
