@@ -68,6 +68,8 @@ def pareto_figure(choice: Choice, colours: dict[str, str]):
     """The headline value against each measured cost figure (one panel each); filled = on the Pareto front.
     None when no method has a cost figure."""
     plt = pyplot()
+    from matplotlib.lines import Line2D
+
     task, dataset, subset, metric = choice.key
     panels = [name for name in COST_FIGURES if any(c.figure(name) is not None for c in choice.candidates)]
     if not panels:
@@ -92,10 +94,14 @@ def pareto_figure(choice: Choice, colours: dict[str, str]):
         axis.set_ylabel(f"{metric}", fontsize=8)
         axis.grid(alpha=0.3)
         axis.margins(x=0.25, y=0.2)
+        if name != "bytes_per_vector":  # a speed or a memory figure is never below 0
+            axis.set_xlim(left=max(0.0, axis.get_xlim()[0]))
     figure.suptitle(f"{task} {dataset} ({subset}): quality against cost; filled = on the Pareto front", fontsize=9)
     figure.tight_layout()
-    handles, labels = axes[0][-1].get_legend_handles_labels()
-    axes[0][-1].legend(handles, labels, fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    # one filled entry per method (the report's colours) and what a hollow marker means, beside the panels
+    handles = [Line2D([], [], marker="o", linestyle="", color=colours.get(c.method, "#777"), label=c.method) for c in candidates]
+    handles.append(Line2D([], [], marker="o", linestyle="", markerfacecolor="white", color="#555", label="hollow: off the front"))
+    axes[0][-1].legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return figure
 
 

@@ -299,7 +299,8 @@ def _alignsim_section(records: Sequence[Record], provenance: Provenance, colours
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
 table { border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.8em; max-width: 100%; } /* wraps, never wider */
-th, td { border: 1px solid #ccc; padding: 3px 8px; overflow-wrap: anywhere; } th { background: #f3f3f3; text-align: left; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; } th { background: #f3f3f3; text-align: left; }
+th:has(.swatch), td { overflow-wrap: anywhere; } /* a long spec or file name breaks anywhere; plain headers stay whole */
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.best { text-align: right; font-weight: bold; background: #e6f4e6; font-variant-numeric: tabular-nums; }
 td.tied { text-align: right; background: #f1f8f1; font-style: italic; font-variant-numeric: tabular-nums; }
