@@ -13,34 +13,37 @@ import argparse
 import sys
 
 from embedlab.cli.arguments import add_bootstrap, add_format, non_negative_float, non_negative_int
-from embedlab.cli.evaluate import add_task_options
+from embedlab.cli.task_options import add_task_options, tasks_from_options
 from embedlab.errors import InputError
 
 
 def run_choose(args: argparse.Namespace) -> int:
     from embedlab.cli.compare import run_units
-    from embedlab.cli.evaluate import load_method, tasks_from_options
+    from embedlab.cli.evaluate import load_method
     from embedlab.evaluation.bootstrap import check_resamples
     from embedlab.evaluation.harness import evaluate
-    from embedlab.evaluation.settings_groups import named_settings
+    from embedlab.evaluation.settings_groups import describe_named_settings, in_named_group, named_settings
     from embedlab.results.choice import check_rankable, choose, format_choices
     from embedlab.results.comparison import best_per_group
     from embedlab.results.database import ResultsDB
+    from embedlab.runtime.progress import status
     from embedlab.runtime.settings import bootstrap_resamples
 
     resamples = check_resamples(bootstrap_resamples() if args.bootstrap is None else args.bootstrap)
     if resamples == 0:
         raise InputError("choose needs bootstrap resamples (its intervals and ties): --bootstrap must be at least 1")
-    tasks = tasks_from_options(args)
+    tasks = tasks_from_options(args, load_method)
     check_rankable(tasks, args.metric)  # before any model is loaded
     methods = [load_method(spec) for spec in args.specs]
     db = None if args.no_db else ResultsDB(args.db)
     run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, bootstrap=resamples)
-    groups = best_per_group(run.records, run_units(run, db), resamples=resamples, seed=args.seed, metric=args.metric)
+    groups = best_per_group(in_named_group(run.records, tasks), run_units(run, db), resamples=resamples, seed=args.seed,
+                            metric=args.metric)
     missing = [f"{t.name}/{t.dataset}" for t in tasks if not any(key[:2] == (t.name, t.dataset) for key in groups)]
     if missing:
         raise InputError(f"no {args.metric or 'headline'} record for {', '.join(missing)} (every method skipped, or the "
                          "task options leave the metric out, e.g. --k without 10 for ndcg@10); give --metric")
+    status(describe_named_settings(tasks))  # the settings group compared, as compare says it
     choices = choose(groups, settings=named_settings(tasks), within=args.within)
     notes = [f"skipped {method} on {task}/{dataset}: {reason}" for method, task, dataset, reason in run.skipped]
     text = format_choices(choices, args.format, notes)

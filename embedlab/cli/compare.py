@@ -4,7 +4,9 @@ Runs (or reuses from the results database, as ``eval`` does) every method on eve
 dataset compares each method with the first on the headline metric (``--metric`` for another): the paired
 difference with its paired-bootstrap 95 % interval and p-value, Holm-adjusted p-values across the call,
 the analytic tests for two dependent correlations where the gold scores are shared, and which methods are
-statistically tied with the best (:mod:`embedlab.results.comparison`).
+statistically tied with the best (:mod:`embedlab.results.comparison`). It takes ``eval``'s task options
+(``--k``, ``--search``, ``--rescore``, ``--rerank`` …): they name the settings group of the results database it
+compares (default: the defaults), and a status line says which.
 """
 
 from __future__ import annotations
@@ -13,26 +15,29 @@ import argparse
 import sys
 
 from embedlab.cli.arguments import add_bootstrap, add_format, non_negative_int
+from embedlab.cli.task_options import add_task_options, tasks_from_options
 from embedlab.errors import InputError
 
 
 def run_units(run, db) -> dict:
     """Per-unit scores of every record of ``run``: in memory for fresh records, from ``db`` for reused ones (from
-    the settings group each record belongs to)."""
+    the settings group each record belongs to); ``compare`` and ``choose`` read them."""
     from embedlab.evaluation.settings_groups import settings_json
 
     units = {(r.method, r.task, r.dataset, r.subset, r.metric): r.units for r in run.records if r.units is not None}
-    reused = {(r.method, r.task, r.dataset, settings_json(r.settings)): r.settings for r in run.records if r.units is None}
-    for (method, task, dataset, _), settings in reused.items() if db is not None else ():
-        for (subset, metric), found in db.units(method, task, dataset, settings).items():
-            units.setdefault((method, task, dataset, subset, metric), found)
+    groups = {(r.method, r.task, r.dataset, settings_json(r.settings)): r for r in run.records if r.units is None}
+    for record in groups.values() if db is not None else ():
+        for (subset, metric), found in db.units(record.method, record.task, record.dataset, record.settings).items():
+            units.setdefault((record.method, record.task, record.dataset, subset, metric), found)
     return units
 
 
 def run_compare(args: argparse.Namespace) -> int:
     from embedlab.cli.evaluate import load_method
     from embedlab.evaluation.bootstrap import check_resamples
-    from embedlab.evaluation.harness import evaluate, parse_tasks
+    from embedlab.evaluation.harness import evaluate
+    from embedlab.evaluation.settings_groups import describe_named_settings, in_named_group
+    from embedlab.runtime.progress import status
     from embedlab.results.comparison import compare_records, format_comparison
     from embedlab.results.database import ResultsDB
     from embedlab.runtime.settings import bootstrap_resamples
@@ -42,11 +47,14 @@ def run_compare(args: argparse.Namespace) -> int:
     resamples = check_resamples(bootstrap_resamples() if args.bootstrap is None else args.bootstrap)
     if resamples == 0:
         raise InputError("compare needs bootstrap resamples: --bootstrap must be at least 1")
-    tasks = parse_tasks(args.tasks, seed=args.seed)
+    tasks = tasks_from_options(args, load_method)
     methods = [load_method(spec) for spec in args.specs]
     db = None if args.no_db else ResultsDB(args.db)
     run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, bootstrap=resamples)
-    comparison = compare_records(run.records, run_units(run, db), [method.spec for method in methods],
+    # the records of the settings group the task options name, the one this line says (stored groups of other
+    # settings are never mixed in: evaluate reuses or computes only this group)
+    status(describe_named_settings(tasks))
+    comparison = compare_records(in_named_group(run.records, tasks), run_units(run, db), [method.spec for method in methods],
                                  resamples=resamples, seed=args.seed, metric=args.metric)
     text = format_comparison(comparison, args.format)
     sys.stdout.write(text + "\n" if text else "")
@@ -68,6 +76,7 @@ def add_cli(subparsers) -> None:
     parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
     parser.add_argument("--force", action="store_true", help="recompute results already in the database")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the tasks' random choices and of the resamples")
+    add_task_options(parser)  # eval's task options: they name the settings group compared (default: the defaults)
     add_bootstrap(parser)
     add_format(parser)
     parser.set_defaults(handler=run_compare)

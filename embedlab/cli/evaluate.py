@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from embedlab.errors import InputError
 import embedlab
 from embedlab.cli.arguments import add_bootstrap, add_format, add_out, add_quiet, non_negative_int, positive_int
+from embedlab.cli.task_options import add_task_options, tasks_from_options
 
 if TYPE_CHECKING:  # importing the harness costs seconds: only the commands that run it do
     from embedlab.evaluation.records import Record
@@ -40,9 +41,13 @@ def print_records(records: Sequence[Record], output_format: str, stream=None) ->
 
 
 def _filter(records: list[Record], args: argparse.Namespace) -> list[Record]:
+    from embedlab.evaluation.settings_groups import matches_settings, parse_settings_filter
+
+    wanted = parse_settings_filter(getattr(args, "settings", None))
+
     def keep(record: Record) -> bool:
         return ((not args.metric or record.metric in args.metric)
-                and (not args.subset or record.subset in args.subset))
+                and (not args.subset or record.subset in args.subset) and matches_settings(record.settings, wanted))
 
     return [r for r in records if keep(r)]
 
@@ -62,27 +67,13 @@ def _stored(args: argparse.Namespace) -> list[Record]:
     return _filter(records, args)
 
 
-def tasks_from_options(args: argparse.Namespace) -> list:
-    """The tasks of ``--tasks`` with the task options of :func:`add_task_options` (a ``--rerank`` method loaded),
-    checked; shared by every command that evaluates (``eval``, ``choose``)."""
-    from embedlab.evaluation.harness import parse_tasks
-
-    rerank = load_method(args.rerank) if args.rerank else None
-    tasks = parse_tasks(args.tasks, seed=args.seed, pair_features=args.pair_features,
-                        layout="line" if args.groups_per_line else "column", product=args.product,
-                        split=args.split, k=args.k, run_out=args.run_out, rerank=rerank, rerank_depth=args.rerank_depth,
-                        corpus_vectors=args.corpus_vectors, search=args.search, rescore=args.rescore)
-    _check_retrieval_flags(args, tasks)
-    return tasks
-
-
 def run_eval(args: argparse.Namespace) -> int:
     from embedlab.evaluation.harness import evaluate
     from embedlab.results.database import ResultsDB
 
     if args.engine != "ray" and (args.address or args.workers):
         raise InputError("--address and --workers are options of --engine ray")
-    tasks = tasks_from_options(args)
+    tasks = tasks_from_options(args, load_method)
     methods = [load_method(spec) for spec in args.specs]  # an unknown spec or model fails here, before any work
     db = None if args.no_db else ResultsDB(args.db)
     session = contextlib.nullcontext()
@@ -98,16 +89,6 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_retrieval_flags(args: argparse.Namespace, tasks: list) -> None:
-    retrieval = [task for task in tasks if task.name == "retrieval"]
-    given = [flag for flag, value in (("--run-out", args.run_out), ("--rerank", args.rerank), ("--corpus-vectors", args.corpus_vectors))
-             if value]
-    if given and not retrieval:
-        raise InputError(f"{given[0]} is an option of retrieval tasks; --tasks selects none")
-    if (args.run_out or args.corpus_vectors) and (len(retrieval) > 1 or len(args.specs) > 1):
-        raise InputError("--run-out and --corpus-vectors belong to one run: give one method and one retrieval task")
-
-
 def _shape(records: list[Record], args: argparse.Namespace) -> list[Record]:
     from embedlab.results.summaries import headline_records, summary_records
 
@@ -117,7 +98,32 @@ def _shape(records: list[Record], args: argparse.Namespace) -> list[Record]:
 
 
 def run_results(args: argparse.Namespace) -> int:
-    print_records(_shape(_stored(args), args), args.format)
+    records = _shape(_stored(args), args)
+    if args.delete:
+        return _delete(records, args)
+    if args.cost:
+        from embedlab.results.tables import format_costs
+
+        text = format_costs(records, args.format)
+        sys.stdout.write(text + "\n" if text else "")
+        return 0
+    print_records(records, args.format)
+    return 0
+
+
+def _delete(records: list[Record], args: argparse.Namespace) -> int:
+    """``results --delete``: the rows the filters select, listed, then removed (never without a filter)."""
+    from embedlab.results.database import ResultsDB
+
+    if args.summary:
+        raise InputError("--delete removes stored rows; --summary computes averages: give one of them")
+    if not any((args.method, args.task, args.dataset, args.metric, args.subset, args.settings)):
+        raise InputError("results --delete needs a filter (--method, --task, --dataset, --settings, --metric or --subset); "
+                         "it never empties the whole database")
+    db = ResultsDB(args.db, create=False)
+    print_records(records, args.format)
+    removed = db.delete(records)
+    print(f"embedlab results: deleted {removed} row{'s' * (removed != 1)} from {db.path}", file=sys.stderr)
     return 0
 
 
@@ -133,9 +139,11 @@ def run_report(args: argparse.Namespace) -> int:
     if not records:
         print(f"embedlab report: no stored results match in {database.path}", file=sys.stderr)
         return 1
-    kept = {(r.method, r.task, r.dataset, r.subset, r.metric) for r in records}
+    from embedlab.evaluation.settings_groups import settings_json
+
+    kept = {(r.method, r.task, r.dataset, r.subset, r.metric, settings_json(r.settings)) for r in records}
     rows = [row for row in database.provenance()
-            if (row["method"], row["task"], row["dataset"], row["subset"], row["metric"]) in kept]
+            if (row["method"], row["task"], row["dataset"], row["subset"], row["metric"], settings_json(row["settings"])) in kept]
     command = shlex.join(getattr(args, "command_line", ["embedlab", "report"]))
     provenance = Provenance(rows=rows, command=command, source=database.path.name)
     path = write_report(records, args.out, title=args.title, provenance=provenance,
@@ -170,39 +178,13 @@ def _common(parser: argparse.ArgumentParser, with_format: bool = True) -> None:
     parser.add_argument("--db", default=None, help="results database file (default ./embedlab_results.sqlite, or $EMBEDLAB_RESULTS)")
     parser.add_argument("--metric", action="append", help="keep only this metric (repeatable)")
     parser.add_argument("--subset", action="append", help="keep only this subset (repeatable)")
+    parser.add_argument("--settings", action="append", metavar="KEY=VALUE",
+                        help="keep only rows computed with these task settings (repeatable or comma-separated: "
+                             "--settings k=10,search=hnsw; 'defaults': only rows of default settings)")
     if with_format:
         add_format(parser)
         parser.add_argument("--summary", action="store_true",
                             help="only each dataset's headline number plus per-task averages (the pooling paper's Table 4 shape)")
-
-
-def add_task_options(parser: argparse.ArgumentParser) -> None:
-    """The options that reach the tasks (:func:`tasks_from_options` reads them), one definition for every command
-    that evaluates: ``--pair-features``, ``--groups-per-line``, ``--product`` and the retrieval options."""
-    parser.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
-                        help="MRPC/SICK-E classifier features: senteval [|u-v|, u*v] or full [u, v, |u-v|, u*v]")
-    parser.add_argument("--groups-per-line", action="store_true", help="user grouped files (triplets:@FILE) hold one group per line")
-    parser.add_argument("--product", choices=("cosine", "dot"), default="cosine",
-                        help="triplets, pairs, correlations: the embedding product; dot keeps the embeddings as "
-                             "encoded (neural-embeddings paper Appendix F; subsets named SUBSET,product=dot)")
-    _retrieval_options(parser)
-
-
-def _retrieval_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("retrieval (retrieval:qqp, retrieval:@BEIR_FOLDER; docs/evaluation.md)")
-    group.add_argument("--split", default="test", help="qrels split of a BEIR folder: qrels/SPLIT.tsv (default test)")
-    group.add_argument("--k", default="1,3,5,10,100", help="cut-offs of nDCG, MAP, MRR, recall, precision (default 1,3,5,10,100)")
-    group.add_argument("--run-out", metavar="FILE", default=None, help="write the first stage's run in TREC run format (qid Q0 docid rank score tag)")
-    group.add_argument("--rerank", metavar="SPEC", default=None,
-                       help="re-score the first stage's top documents with a pairwise method (match:minilm, match:minilm,mode=bertscore)")
-    group.add_argument("--rerank-depth", type=positive_int, default=100, help="how many first-stage documents --rerank re-scores (default 100)")
-    group.add_argument("--search", choices=("exact", "hnsw"), default="exact",
-                       help="first stage: exact (blocked, trec_eval's tie order) or hnsw (faiss's approximate index; pip install faiss-cpu)")
-    group.add_argument("--rescore", type=non_negative_int, default=0, metavar="M",
-                       help="binary vectors (precision=ubinary|binary): re-rank the first M×k Hamming candidates with the float "
-                            "query against the documents' bits (0: Hamming order alone)")
-    group.add_argument("--corpus-vectors", metavar="FOLDER", default=None,
-                       help="the corpus already embedded by `embed SPEC --input FOLDER/corpus.jsonl --out FOLDER` with the same spec")
 
 
 def add_cli(subparsers) -> None:
@@ -219,9 +201,9 @@ def add_cli(subparsers) -> None:
     evaluate_parser.add_argument("--seed", type=non_negative_int, default=0,
                                  help="seed of every random choice (k-means, CV folds, ALIGN-SIM samples, bootstrap resamples)")
     add_bootstrap(evaluate_parser)
-    add_task_options(evaluate_parser)
     evaluate_parser.add_argument("--intersection", action="store_true",
                                  help="triplets: also the Eq. 3 intersection of each method's broken triplets with the first method's")
+    add_task_options(evaluate_parser)
     evaluate_parser.add_argument("--engine", choices=("local", "ray"), default="local",
                                  help="ray: encode each task's unique texts on Ray actors (pip install 'embedlab[ray]'; docs/scale.md)")
     evaluate_parser.add_argument("--address", default=None, help="--engine ray: cluster to attach to (default $RAY_ADDRESS, else a local Ray)")
@@ -232,6 +214,11 @@ def add_cli(subparsers) -> None:
     results_parser = subparsers.add_parser("results", help="list, filter and compare stored results (methods as columns)")
     for name in ("method", "task", "dataset"):
         results_parser.add_argument(f"--{name}", action="append", help=f"keep only this {name} (repeatable)")
+    results_parser.add_argument("--cost", action="store_true",
+                                help="print what each method's vectors cost (encode time, texts/s, peak memory, bytes per vector …) "
+                                     "instead of the values")
+    results_parser.add_argument("--delete", action="store_true",
+                                help="delete the rows the filters select (at least one filter), printing them first")
     _common(results_parser)
     results_parser.set_defaults(handler=run_results)
 

@@ -201,9 +201,16 @@ class RayEncodedMethod(VectorMethod):
     def __getattr__(self, name: str) -> object:
         return getattr(self.method, name)
 
+    # the cost records' partial mark (embedlab.evaluation.cost): the actors' CPU time and memory are not this process's
+    cost_partial_note = "encoded on Ray actors: CPU seconds and peak memory are this process's share only"
+
     @property
     def fingerprint(self) -> str:
         return self.method.fingerprint
+
+    @property
+    def parameter_count(self) -> int | None:
+        return self.method.parameter_count
 
     @property
     def dimension(self) -> int:

@@ -9,6 +9,10 @@ each measurement beside the vectors it measured, so encodings read back from the
 the run that computed them, never the near-zero time of reading a file; vectors cached before costs were
 recorded give no time, with a note.
 
+Texts whose token states the model's token-state cache already held (an earlier run of another spec of
+the same model) did not run through the transformer: the token-state store counts them
+(:mod:`embedlab.runtime.reuse`), and figures that include such texts are marked ``partial`` with a note.
+
 The harness collects one task run's measurements with :func:`collecting` and stores :meth:`CostTally.cost`
 with every record: a dict of exactly :data:`COST_KEYS`.
 """
@@ -25,6 +29,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
+
+from embedlab.runtime.reuse import counting_reuse, current_reuse
 
 T = TypeVar("T")
 
@@ -46,6 +52,7 @@ class CallCost:
     bytes_per_vector: int | None = None  # None: no vectors (pairwise), or an encode in another precision than the method's
     cpu_model: str | None = None
     threads: int | None = None
+    reused_texts: int = 0  # texts whose token states a cache served (not computed earlier in the run): the transformer did not run
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,12 +128,15 @@ class _PeakSampler:
 def measured(call: Callable[[], T], texts: int) -> tuple[T, CallCost]:
     """``call()``'s result and what it cost (wall and process CPU seconds, peak RSS above the level before);
     ``bytes_per_vector`` is left for the caller, who knows what the result holds."""
+    reuse = current_reuse()  # opened by collecting(): texts served from the token-state cache during the call
+    reused_before = reuse.texts if reuse is not None else 0
     with _PeakSampler() as sampler:
         wall, cpu = time.perf_counter(), time.process_time()
         result = call()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return result, CallCost(texts=texts, seconds=wall, cpu_seconds=cpu, peak_memory_mb=sampler.above_baseline_mb(),
-                            cpu_model=cpu_model(), threads=thread_count())
+                            cpu_model=cpu_model(), threads=thread_count(),
+                            reused_texts=reuse.texts - reused_before if reuse is not None else 0)
 
 
 def vector_bytes(vectors: Any) -> int | None:
@@ -166,6 +176,11 @@ class CostTally:
         timed = all(call.seconds is not None for call in self.calls)
         if not timed:
             notes.append(CACHED_NOTE)
+        reused = sum(call.reused_texts or 0 for call in self.calls)
+        if reused:  # the transformer ran for the other texts only: a lower bound of the method's cost
+            notes.append(f"token states of {reused} of {sum(call.texts for call in self.calls)} texts read from the "
+                         "token-state cache (an earlier run of this model): the transformer did not run for them, so the "
+                         "figures understate the method's cost")
         texts = sum(call.texts for call in self.calls)
         seconds = sum(call.seconds for call in self.calls) if timed else None
         peaks = [call.peak_memory_mb for call in self.calls if call.peak_memory_mb is not None]
@@ -180,9 +195,17 @@ class CostTally:
             "parameters": getattr(self.method, "parameter_count", None),
             "cpu_model": first.cpu_model if first is not None else None,
             "threads": first.threads if first is not None else None,
-            "partial": bool(notes) and (bool(elsewhere) or bool(self.partial_notes)),
+            "partial": bool(elsewhere) or bool(self.partial_notes) or bool(reused),
             "note": "; ".join(notes) or None,
         }
+
+
+def load_before_measuring(method: object) -> None:
+    """Let ``method`` load its model before the first measured encode (asking its ``dimension`` loads it), so
+    that every method's figures are encoding, not loading: the first of several specs over one model would
+    otherwise pay the model's load for all of them. A method that encodes elsewhere (Ray actors) is left alone."""
+    if not getattr(method, "cost_partial_note", None):
+        getattr(method, "dimension", None)
 
 
 _TALLY: ContextVar[CostTally | None] = ContextVar("embedlab_cost_tally", default=None)
@@ -195,7 +218,8 @@ def collecting(method: object) -> Iterator[CostTally]:
     tally = CostTally(method)
     token = _TALLY.set(tally)
     try:
-        yield tally
+        with counting_reuse():  # one count for the whole run: a text it computed itself is never "reused"
+            yield tally
     finally:
         _TALLY.reset(token)
 

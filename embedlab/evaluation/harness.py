@@ -25,11 +25,10 @@ from embedlab.evaluation.bootstrap import check_resamples, with_interval
 from embedlab.evaluation.classification import ClassificationTask
 from embedlab.evaluation.clustering import ClusteringTask
 from embedlab.evaluation.correlations import CorrelationsTask
+from embedlab.evaluation.cost import collecting, load_before_measuring
 from embedlab.evaluation.geometry import AlignmentTask, IsotropyTask
 from embedlab.evaluation.pairs import PairsTask
-from embedlab.evaluation.cost import collecting
 from embedlab.evaluation.records import Record, record_of_row
-from embedlab.evaluation.settings_groups import compact_settings
 from embedlab.evaluation.retrieval import RetrievalTask
 from embedlab.evaluation.sts import STSTask
 from embedlab.evaluation.triplets import TripletsTask
@@ -190,8 +189,9 @@ def _evaluate_one(run: EvaluationRun, method: Method, task: Task, *, db, force: 
         run.reused.append((method.spec, task.name, task.dataset))
         say(f"reuse {task.name}/{task.dataset} for {method.spec} ({len(stored)} stored records)")
         return None
-    say(f"run {task.name}/{task.dataset} for {method.spec}" + (f" ({compact_settings(settings)})" if settings else ""))
+    say(f"run {task.name}/{task.dataset} for {method.spec}")
     started = time.perf_counter()
+    load_before_measuring(method)  # the cost measures encoding, not loading the model
     with collecting(method) as tally:
         computed = task.run(method)
     cost = tally.cost()

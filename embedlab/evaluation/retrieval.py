@@ -22,6 +22,7 @@ import numpy as np
 from embedlab.data.beir import RetrievalSet, beir_folder, folder_digest, qqp_retrieval
 from embedlab.errors import InputError
 from embedlab.evaluation.base import Method, Metric, NotApplicableError, Task
+from embedlab.evaluation.cost import report_partial
 from embedlab.evaluation.ranking import DEFAULT_CUTOFFS, parse_cutoffs, per_query_metrics, trec_order, write_trec_run
 from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import encode_texts, score_pairs, unit_rows
@@ -159,7 +160,8 @@ class RetrievalTask(Task):
             vectors = encode_texts(method, query_texts + documents)
             return _unit32(vectors[:len(query_texts)]), iter([_unit32(vectors[len(query_texts):])])
         queries = _unit32(encode_texts(method, query_texts, role="query"))
-        if self.corpus_vectors is not None:
+        if self.corpus_vectors is not None:  # the corpus was embedded by another run: its cost is not measured here
+            report_partial(f"the corpus vectors were read from {self.corpus_vectors}: only the queries' encode is measured")
             return queries, iter([_unit32(_stored_corpus(method, data, self.corpus_vectors))])
         return queries, (_unit32(encode_texts(method, block, role="document")) for block in data.document_blocks(DOC_BLOCK))
 

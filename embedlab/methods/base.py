@@ -96,6 +96,12 @@ class EmbeddingMethod:
         return False
 
     @property
+    def parameter_count(self) -> int | None:
+        """The parameters of the transformer that runs when this method encodes (the cost records report it);
+        None for a method that runs none (a static table, a fake)."""
+        return None
+
+    @property
     def uses_gpu(self) -> bool:
         """Whether the method's work runs on a GPU where its process has one (a Ray actor then asks for one)."""
         return False

@@ -138,6 +138,11 @@ class PooledMethod(VectorMethod):
         return self.pipeline.model
 
     @property
+    def parameter_count(self) -> int | None:
+        """The transformer's parameters when one runs on the texts (a contextual source); None for a static table."""
+        return None if self.pipeline.source.static else self.model.parameter_count
+
+    @property
     def dimension(self) -> int:
         return self.pipeline.source.width
 

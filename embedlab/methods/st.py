@@ -42,6 +42,10 @@ class SentenceTransformerMethod(VectorMethod):
         return load_model(self.parsed.model).fingerprint + fingerprint_suffix(self.compute)
 
     @property
+    def parameter_count(self) -> int:
+        return load_model(self.parsed.model).parameter_count
+
+    @property
     def dimension(self) -> int:
         model = self.sentence_transformer
         # sentence-transformers 5.x renamed the method; older releases only have the long name

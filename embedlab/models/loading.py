@@ -164,6 +164,11 @@ class LoadedModel:
     compute: str = "fp32"  # fp32, bf16, fp16 or int8 (models/precision.py); the fingerprint carries any but fp32
 
     @property
+    def parameter_count(self) -> int:
+        """The encoder's parameters (every weight tensor's elements; what the cost of an evaluation reports)."""
+        return int(sum(parameter.numel() for parameter in self.model.parameters()))
+
+    @property
     def fp32_fingerprint(self) -> str:
         """The fingerprint of the same model computing in fp32: what learned resources (token weights) match."""
         return self.fingerprint.removesuffix(fingerprint_suffix(self.compute))

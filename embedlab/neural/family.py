@@ -43,6 +43,7 @@ from embedlab.neural.variants import VARIANTS, shared_run_variants
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.cache.hashing import cache_key
 from embedlab.runtime.progress import progress_bar
+from embedlab.runtime.reuse import note_computed_texts, note_reused_texts
 from embedlab.spec import Option, finite_number, whole_number
 
 # Texts micro-tuned per call of the batched path before their embeddings are cached; large enough
@@ -108,6 +109,11 @@ class NeuralEmbedder:
         if self._masked_lm is None:
             self._masked_lm = load_masked_lm(self.model_name, head=self.values["head"])
         return self._masked_lm
+
+    @property
+    def parameter_count(self) -> int:
+        """The masked LM's parameters, head included (micro-tuning runs the whole model)."""
+        return int(sum(parameter.numel() for parameter in self.masked_lm.model.parameters()))
 
     @property
     def options(self) -> NeuralOptions:
@@ -192,6 +198,8 @@ class NeuralEmbedder:
             if vector is not None:
                 found[text] = vector
         missing = [text for text in dict.fromkeys(texts) if text not in found]
+        note_reused_texts(found)  # micro-tuned earlier: a cost being measured is told (runtime.reuse)
+        note_computed_texts(missing)
         if missing:
             own = self.options.variant
             variants = shared_run_variants(self.options, self.masked_lm.num_layers, self.masked_lm.layout) if self.use_cache and self.path == "batched" else (own,)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from embedlab.errors import InputError
 from embedlab.evaluation.harness import headline_of, metric_of
 from embedlab.evaluation.records import Record, UnitScores
+from embedlab.evaluation.settings_groups import compact_settings
 from embedlab.evaluation.significance import (
     DependentCorrelations,
     PairedDifference,
@@ -29,7 +30,7 @@ from embedlab.evaluation.significance import (
 ALPHA = 0.05
 COLUMNS = ("task", "dataset", "subset", "metric", "method", "value", "ci_low", "ci_high", "diff", "diff_ci_low",
            "diff_ci_high", "p", "p_holm", "williams_t", "williams_p", "steiger_z", "steiger_p", "zou_low", "zou_high",
-           "tie", "n", "resampled", "note")
+           "tie", "n", "resampled", "note", "settings")
 
 
 @dataclass
@@ -49,7 +50,7 @@ class Row:
         difference = (d.diff, d.low, d.high, d.p) if d else (None,) * 4
         analytic = (a.williams_t, a.williams_p, a.steiger_z, a.steiger_p, a.zou_low, a.zou_high) if a else (None,) * 6
         return [r.task, r.dataset, r.subset, r.metric, r.method, r.value, r.ci_low, r.ci_high, *difference, self.p_holm,
-                *analytic, self.tie, r.n, self.resampled, (d.note if d else None) or r.ci_note]
+                *analytic, self.tie, r.n, self.resampled, (d.note if d else None) or r.ci_note, compact_settings(r.settings)]
 
 
 @dataclass
@@ -229,4 +230,9 @@ def format_comparison(comparison: Comparison, output_format: str) -> str:
         return render(COLUMNS, [row.values() for row in comparison.rows], output_format)
     header = ["task", "dataset", "subset", "metric", "method", "value [95% CI]", "diff vs first [95% CI]", "p", "p_holm",
               "dependent correlations (Williams, Steiger, Zou)", "tie"]
-    return render(header, [_table_row(row) for row in comparison.rows], output_format)
+    rows = [_table_row(row) for row in comparison.rows]
+    if any(row.record.settings for row in comparison.rows):  # the settings group compared, when not the defaults
+        header.insert(4, "settings")
+        for cells, row in zip(rows, comparison.rows):
+            cells.insert(4, compact_settings(row.record.settings))
+    return render(header, rows, output_format)

@@ -275,7 +275,7 @@ def _alignsim_section(records: Sequence[Record], provenance: Provenance, colours
         for dataset in datasets:
             row = origin.get((method, dataset))
             if row is not None:
-                result.margins.update(stored_margins(method, row["fingerprint"], dataset, (row["extra"] or {}).get("settings", {})))
+                result.margins.update(stored_margins(method, row["fingerprint"], dataset, row["settings"]))
         results.append(result)
     parts = []
     for title, header, rows in sections(results, datasets, paper=True):
@@ -319,7 +319,7 @@ def _provenance_section(records: Sequence[Record], provenance: Provenance, colou
         entry["fingerprint"].add(row["fingerprint"])
         entry["code_version"].add(row["code_version"])
         entry["seed"].add(str(row["seed"]))
-        settings = (row["extra"] or {}).get("settings")
+        settings = row["settings"]
         if settings:
             entry["settings"].add(f"{row['task']}: {json.dumps(settings, sort_keys=True)}")
     rows = []

@@ -7,7 +7,11 @@
 
 Evaluation records print as a pivot (methods as columns) in ``table``/``markdown``, each value with its 95 %
 confidence interval when it has one (``0.8203 [0.8071, 0.8322]``), and as one record per line, with the
-metric's unit and the interval fields (``ci_low`` … ``ci_note``), in ``json``/``csv`` (:func:`format_records`).
+metric's unit, the interval fields (``ci_low`` … ``ci_note``), the settings group and the cost, in
+``json``/``csv`` (:func:`format_records`; ``json`` keeps ``settings`` and ``cost`` as objects, ``csv`` writes the
+settings compactly, ``k=10 search=hnsw``, and the cost as JSON text). The pivot gets a ``settings`` column when
+any record was computed with non-default settings; :func:`format_costs` prints one row of cost figures per
+method and settings group.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ import math
 from collections.abc import Iterable, Sequence
 
 from embedlab.errors import InputError
+from embedlab.evaluation.cost import COST_KEYS
 from embedlab.evaluation.records import CI_KEYS, RECORD_KEYS, Record
+from embedlab.evaluation.settings_groups import compact_settings
 from embedlab.results.formats import FORMATS
-# json / csv output of records: every key, the metric's unit and the interval fields
-RECORD_COLUMNS = (*RECORD_KEYS, "unit", *CI_KEYS)
+
+# json / csv output of records: every key, the metric's unit, the interval fields, the settings group and the cost
+RECORD_COLUMNS = (*RECORD_KEYS, "unit", *CI_KEYS, "settings", "cost")
 EMPTY = "(no results)"
 
 
@@ -111,7 +118,8 @@ def methods_of(records: Iterable[Record]) -> list[str]:
 
 
 def pivot(records: Sequence[Record]) -> tuple[list[str], list[tuple[tuple[str, str, str, str], dict[str, Record]]]]:
-    """(methods, rows): one row per (task, dataset, subset, metric), one column per method, in input order."""
+    """(methods, rows): one row per (task, dataset, subset, metric), one column per method, in input order.
+    Records of one settings group only (:func:`pivot_cells` keys its rows by settings too)."""
     methods = methods_of(records)
     rows: dict[tuple[str, str, str, str], dict[str, Record]] = {}
     for record in records:
@@ -119,30 +127,73 @@ def pivot(records: Sequence[Record]) -> tuple[list[str], list[tuple[tuple[str, s
     return methods, list(rows.items())
 
 
+def has_settings(records: Iterable[Record]) -> bool:
+    """Whether any record was computed with non-default settings (then tables show a ``settings`` column)."""
+    return any(record.settings for record in records)
+
+
 def pivot_cells(records: Sequence[Record]) -> tuple[list[str], list[list[str]]]:
-    """Header and formatted cells of the pivot: task, dataset, subset, metric, one column per method, n."""
-    methods, rows = pivot(records)
-    header = ["task", "dataset", "subset", "metric", *methods, "n"]
+    """Header and formatted cells of the pivot: task, dataset, subset, metric, (settings, when any record has
+    non-default ones: each settings group its own rows), one column per method, n."""
+    methods, shown = methods_of(records), has_settings(records)
+    rows: dict[tuple[str, ...], dict[str, Record]] = {}
+    for record in records:
+        key = (record.task, record.dataset, record.subset, record.metric) + ((compact_settings(record.settings),) if shown else ())
+        rows.setdefault(key, {})[record.method] = record
+    header = ["task", "dataset", "subset", "metric", *(["settings"] if shown else []), *methods, "n"]
     body = []
-    for (task, dataset, subset, metric), by_method in rows:
+    for key, by_method in rows.items():
         n = next(iter(by_method.values())).n
         values = [format_cell(by_method[m]) if m in by_method else "" for m in methods]
-        body.append([task, dataset, subset, metric, *values, f"{n:,}"])
+        body.append([*key, *values, f"{n:,}"])
     return header, body
 
 
-def record_row(record: Record) -> list[object]:
-    """One record's values in :data:`RECORD_COLUMNS` order (the unit from the task's metric declaration)."""
+def record_row(record: Record, flat: bool = False) -> list[object]:
+    """One record's values in :data:`RECORD_COLUMNS` order (the unit from the task's metric declaration);
+    ``flat`` (csv): the settings as compact text and the cost as JSON text instead of objects."""
     from embedlab.evaluation.harness import metric_of
 
+    settings: object = compact_settings(record.settings) if flat else record.settings
+    cost: object = json.dumps(record.cost, sort_keys=True) if flat and record.cost is not None else record.cost
     return [*(getattr(record, key) for key in RECORD_KEYS), metric_of(record.task, record.metric).unit,
-            *(getattr(record, key) for key in CI_KEYS)]
+            *(getattr(record, key) for key in CI_KEYS), settings, cost]
+
+
+COST_HEADER = ("method", "task", "dataset", "settings", "encode s", "CPU s", "texts", "texts/s", "peak MB", "bytes/vector",
+               "parameters", "threads", "CPU", "note")
+
+
+def format_costs(records: Sequence[Record], output_format: str) -> str:
+    """What each (method, task, dataset, settings group) cost: one row of :data:`COST_KEYS` figures each (the
+    same for every record of one run); ``json``/``csv`` give the figures under their own keys."""
+    runs: dict[tuple[str, str, str, str], dict | None] = {}
+    for record in records:
+        runs.setdefault((record.method, record.task, record.dataset, compact_settings(record.settings)), record.cost)
+    if output_format in ("json", "csv"):
+        return render(("method", "task", "dataset", "settings", *COST_KEYS),
+                      [[*key, *((cost or {}).get(name) for name in COST_KEYS)] for key, cost in runs.items()], output_format)
+    rows = []
+    for key, cost in runs.items():
+        cost = cost or {"note": "no cost recorded (stored before costs were)"}
+        numbers = [_figure(cost.get(name), digits) for name, digits in
+                   (("encode_seconds", 2), ("cpu_seconds", 2), ("texts", 0), ("texts_per_second", 1), ("peak_memory_mb", 1),
+                    ("bytes_per_vector", 0), ("parameters", 0), ("threads", 0))]
+        note = "; ".join(part for part in ("partial" if cost.get("partial") else "", cost.get("note") or "") if part)
+        rows.append([*key, *numbers, cost.get("cpu_model") or "", note])
+    return render(COST_HEADER, rows, output_format)
+
+
+def _figure(value: object, digits: int) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
 
 
 def format_records(records: Sequence[Record], output_format: str) -> str:
     """Records as the pivot (``table``, ``markdown``) or one record per line with its unit (``json``, ``csv``)."""
     if output_format in ("json", "csv"):
-        return render(RECORD_COLUMNS, [record_row(record) for record in records], output_format)
+        return render(RECORD_COLUMNS, [record_row(record, flat=output_format == "csv") for record in records], output_format)
     if not records:
         return EMPTY
     return render(*pivot_cells(records), output_format)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from embedlab.errors import InputError
 from embedlab.models.loading import LoadedModel
 from embedlab.runtime.memo import memo
+from embedlab.runtime.reuse import note_computed_texts, note_reused_texts
 from embedlab.runtime.settings import (
     cache_budget,
     cache_dir,
@@ -153,6 +154,9 @@ class TokenStateStore:
         check_max_tokens(self.model, max_tokens)
         keys = [self.key(text, template, layer, max_tokens) for text in texts for layer in layers]
         results, cached = _split_found(texts, self._load_cached(keys), layers)
+        # a cost being measured is told which texts the caches served and which run now (runtime.reuse)
+        note_reused_texts(text for text, states in zip(texts, results) if states is not None)
+        note_computed_texts(cached)
         if not cached:
             return results  # type: ignore[return-value]
         kept = self.all_layers if cache_layers() == "all" else layers

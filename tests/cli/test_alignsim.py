@@ -43,7 +43,7 @@ def test_json_output_records_database_and_report(tmp_path, capsys, st_minilm):
     stored = database.provenance(method="st:minilm", task="alignsim")
     assert len(stored) == len(lines) and all(row["seed"] == 0 for row in stored)
     # the sample sizes are stored as the task's settings: other sizes are never served these results
-    assert stored[0]["extra"]["settings"]["sampling"]["pairs_per_label"] == 6
+    assert stored[0]["settings"]["sampling"]["pairs_per_label"] == 6
     report = (tmp_path / "report.md").read_text()
     assert "Criterion 1" in report and "Criterion 4" in report and "paper SBERT" in report
     for name in ("c1_mrpc_sim.png", "c1_mrpc_ned.png"):

@@ -11,6 +11,7 @@ from fakes import FakeMethod, isolated_eval_cache, scored_pairs_file  # noqa: F4
 
 from embedlab.cli import evaluate as cli_eval
 from embedlab.cli.app import main
+from embedlab.results.database import ResultsDB
 
 
 @pytest.fixture()
@@ -54,3 +55,26 @@ def test_no_resamples_is_refused(capsys) -> None:
 def test_one_method_is_refused(capsys) -> None:
     assert main(["compare", "a"]) == 2
     assert "at least two methods" in capsys.readouterr().err
+
+
+def test_compare_takes_evals_task_options_and_names_the_settings_group(tmp_path: Path, monkeypatch, capsys) -> None:
+    root = tmp_path / "beir"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": f"doc {i}"}) + "\n" for i in range(24)))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": f"query {i}"}) + "\n" for i in range(12)))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{2 * i}\t1\n" for i in range(12)))
+    monkeypatch.setattr(cli_eval, "load_method", lambda spec: FakeMethod(spec=spec, dim=4 if spec == "fake-a" else 6))
+    db = tmp_path / "r.sqlite"
+    base = ["compare", "fake-a", "fake-b", "--tasks", f"retrieval:@{root}", "--db", str(db), "--bootstrap", "50", "--metric"]
+    assert main(["eval", "fake-a", "fake-b", "--tasks", f"retrieval:@{root}", "--db", str(db), "-q", "--bootstrap", "0"]) == 0
+    capsys.readouterr()
+    assert main([*base, "ndcg@2", "--k", "2", "--format", "json"]) == 0  # a cut-off only the --k 2 group has
+    output = capsys.readouterr()
+    rows = [json.loads(line) for line in output.out.splitlines()]
+    assert [(row["method"], row["metric"], row["settings"]) for row in rows] == [("fake-a", "ndcg@2", "k=2"), ("fake-b", "ndcg@2", "k=2")]
+    assert "settings: retrieval/beir@" in output.err and " k=2" in output.err
+    assert main([*base, "ndcg@10"]) == 0  # no options: the defaults group, stored by eval beside the k=2 one
+    output = capsys.readouterr()
+    assert "settings: defaults" in output.err and "settings" not in output.out.splitlines()[0]
+    groups = {json.dumps(r.settings) for r in ResultsDB(db).records()}
+    assert groups == {"{}", '{"k": "2"}'}

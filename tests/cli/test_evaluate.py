@@ -157,3 +157,38 @@ def test_eval_retrieval_flags(beir_folder, tmp_path, monkeypatch, capsys) -> Non
         assert message in capsys.readouterr().err
     assert _run(["eval", "fake", "other", "--no-db", "--tasks", f"retrieval:@{beir_folder}", "--run-out", "x"]) == 2
     assert "give one method and one retrieval task" in capsys.readouterr().err
+
+
+def test_reruns_with_other_retrieval_settings_keep_every_row(beir_folder, tmp_path, monkeypatch, capsys) -> None:
+    """The issue's loss: a second run with another --k, --search, --rescore or --rerank erased the first's rows."""
+    monkeypatch.setattr(cli_eval, "load_method", lambda spec: FakeMethod(spec=spec, pairwise=spec.startswith("pair")))
+    db = tmp_path / "kept.sqlite"
+    runs = [[], ["--k", "1,5"], ["--search", "hnsw"], ["--rescore", "2"], ["--rerank", "pair", "--rerank-depth", "4"]]
+    counts = []
+    for options in runs:
+        assert _run(["eval", "fake", "--tasks", f"retrieval:@{beir_folder}", "--db", str(db), "-q", "--bootstrap", "0", *options]) == 0
+        counts.append(len(ResultsDB(db).records()))
+    capsys.readouterr()
+    assert counts[0] > 0 and all(later > earlier for earlier, later in zip(counts, counts[1:]))  # every run only adds
+    stored = ResultsDB(db).records()
+    assert {json.dumps(r.settings, sort_keys=True) for r in stored} == {
+        "{}", '{"k": "1,5"}', '{"search": "hnsw"}', '{"rescore": 2}'}  # the rerank adds rows of its own subset
+    assert any(r.subset == "rerank:pair@4" and not r.settings for r in stored)
+    assert _run(["results", "--db", str(db), "--metric", "ndcg@5", "--subset", "all"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:5] == ["task", "dataset", "subset", "metric", "settings"]
+    # one row per settings group; the defaults' settings cell is empty, so its 5th word is the value
+    assert sorted(line.split()[4] for line in table[2:])[1:] == ["k=1,5", "rescore=2", "search=hnsw"]
+    assert len(table) == 2 + 4
+    assert _run(["results", "--db", str(db), "--format", "json", "--settings", "k=1,5"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {row["metric"] for row in rows if "@" in row["metric"]} == {
+        f"{m}@{k}" for m in ("ndcg", "map", "mrr", "recall", "precision") for k in (1, 5)}
+    assert all(row["settings"] == {"k": "1,5"} for row in rows)
+    hnsw = len(ResultsDB(db).records(settings={"search": "hnsw"}))
+    assert _run(["results", "--db", str(db), "--delete", "--settings", "search=hnsw"]) == 0
+    listed, removed = capsys.readouterr()
+    assert f"deleted {hnsw} rows" in removed and "ndcg@10" in listed  # what it deletes is listed first
+    assert len(ResultsDB(db).records()) == counts[-1] - hnsw and hnsw > 25 and not ResultsDB(db).records(settings={"search": "hnsw"})
+    assert _run(["results", "--db", str(db), "--delete"]) == 2
+    assert "needs a filter" in capsys.readouterr().err

@@ -44,9 +44,9 @@ def test_one_colour_per_method_and_metrics_explained() -> None:
 
 def test_provenance_states_versions_seeds_fingerprints_and_command() -> None:
     rows = [{"method": "a", "task": "sts", "dataset": "stsb", "subset": "test", "metric": "spearman", "fingerprint": "abc123",
-             "code_version": "0.1.0+deadbeef", "seed": 0, "extra": None},
+             "code_version": "0.1.0+deadbeef", "seed": 0, "extra": None, "settings": {}},
             {"method": "a", "task": "clustering", "dataset": "tweet", "subset": "all", "metric": "accuracy", "fingerprint": "abc123",
-             "code_version": "0.1.0+deadbeef", "seed": 3, "extra": {"settings": {"seed": 3}}}]
+             "code_version": "0.1.0+deadbeef", "seed": 3, "extra": None, "settings": {"seed": 3}}]
     page = html_report(records(), provenance=Provenance(rows=rows, command="embedlab report --out r.html", source="results.sqlite"))
     row = [line for line in page.splitlines() if "abc123" in line][0]
     assert "0.1.0+deadbeef" in row and "0, 3" in row and 'clustering: {&quot;seed&quot;: 3}' in row

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from embedlab.evaluation.records import Record
@@ -31,3 +33,12 @@ def test_headlines_follow_each_tasks_declaration() -> None:
     ]
     assert [(r.dataset, r.metric) for r in headline_records(rows)] == [
         ("mrpc", "sim_diff_mean"), ("afin", "sim_adjusted"), ("all", "alpha")]
+
+
+def test_each_settings_group_is_averaged_on_its_own() -> None:
+    from dataclasses import replace
+
+    plain = [Record("m", "retrieval", name, "all", "ndcg@10", value, 10) for name, value in (("a", 0.5), ("b", 0.7))]
+    cut = [replace(record, value=record.value - 0.25, settings={"k": "10"}) for record in plain]
+    averages = {json.dumps(r.settings): r.value for r in summary_records(plain + cut)}
+    assert averages == {"{}": pytest.approx(0.6), '{"k": "10"}': pytest.approx(0.35)}

@@ -7,7 +7,7 @@ import io
 import json
 
 from embedlab.evaluation.records import Record
-from embedlab.results.tables import RECORD_COLUMNS, format_records, render
+from embedlab.results.tables import RECORD_COLUMNS, format_costs, format_records, render
 
 
 def records() -> list[Record]:
@@ -42,12 +42,12 @@ def test_json_and_csv_carry_every_record_with_its_unit() -> None:
     assert [tuple(row) for row in rows] == [RECORD_COLUMNS] * len(records())
     assert rows[0] == {"method": "a", "task": "sts", "dataset": "sts12", "subset": "MSRpar", "metric": "spearman",
                        "value": 0.5, "n": 750, "unit": "correlation", "ci_low": None, "ci_high": None,
-                       "ci_resamples": None, "ci_resampled": None, "ci_note": None}
+                       "ci_resamples": None, "ci_resampled": None, "ci_note": None, "settings": {}, "cost": None}
     units = {(row["task"], row["metric"]): row["unit"] for row in rows}
     assert units[("clustering", "accuracy")] == "fraction" and units[("triplets", "error")] == "fraction"
     parsed = list(csv.reader(io.StringIO(format_records(records(), "csv"))))
     assert parsed[0] == list(RECORD_COLUMNS) and len(parsed) == len(records()) + 1
-    assert parsed[-1] == ["b", "triplets", "sts", "all", "error", "0.001", "455624", "fraction", "", "", "", "", ""]
+    assert parsed[-1] == ["b", "triplets", "sts", "all", "error", "0.001", "455624", "fraction", "", "", "", "", "", "", ""]
 
 
 def test_intervals_print_beside_their_values_and_in_json() -> None:
@@ -76,3 +76,33 @@ def test_cells_follow_the_metric_declarations() -> None:
     table = format_records(rows, "markdown")
     assert "| pairs | sts | all | wrong | 7,216 |" in table and "| 4.00e-02 |" in table and "| 0.7500 |" in table
     assert "| skipped | 3 |" in table  # a count, not 3.0000
+
+
+def test_settings_groups_get_a_column_and_their_own_rows() -> None:
+    from dataclasses import replace
+
+    plain = Record("a", "retrieval", "f", "all", "ndcg@10", 0.5, 3)
+    grouped = [plain, replace(plain, value=0.4, settings={"search": "hnsw", "k": "1,10"}), replace(plain, method="b", value=0.3)]
+    lines = format_records(grouped, "table").splitlines()
+    assert lines[0].split() == ["task", "dataset", "subset", "metric", "settings", "a", "b", "n"]
+    assert lines[2].split() == ["retrieval", "f", "all", "ndcg@10", "0.5000", "0.3000", "3"]  # the defaults: an empty cell
+    assert lines[3].split() == ["retrieval", "f", "all", "ndcg@10", "k=1,10", "search=hnsw", "0.4000", "3"]
+    assert "settings" not in format_records([plain], "table")  # omitted when every row has the defaults
+    (row,) = list(csv.DictReader(io.StringIO(format_records(grouped[1:2], "csv"))))
+    assert row["settings"] == "k=1,10 search=hnsw" and row["cost"] == ""
+
+
+def test_costs_print_one_row_per_run() -> None:
+    from dataclasses import replace
+
+    cost = {"encode_seconds": 2.0, "cpu_seconds": 3.5, "texts": 100, "texts_per_second": 50.0, "peak_memory_mb": 12.25,
+            "bytes_per_vector": 1536, "parameters": 22713216, "cpu_model": "Some CPU", "threads": 2, "partial": False, "note": None}
+    runs = [Record("a", "sts", "stsb", "test", m, 0.5, 9, cost=cost) for m in ("spearman", "pearson")]
+    runs.append(Record("b", "sts", "stsb", "test", "spearman", 0.5, 9))
+    lines = format_costs(runs, "table").splitlines()
+    assert len(lines) == 4  # header, rule, one row per method's run
+    assert lines[2].split()[:11] == ["a", "sts", "stsb", "2.00", "3.50", "100", "50.0", "12.2", "1,536", "22,713,216", "2"]
+    assert "no cost recorded" in lines[3]
+    first = json.loads(format_costs(runs, "json").splitlines()[0])
+    assert first == {"method": "a", "task": "sts", "dataset": "stsb", "settings": "", **cost}
+    assert json.loads(format_costs([replace(runs[0], cost=None)], "json"))["encode_seconds"] is None

@@ -177,3 +177,16 @@ def test_a_layer_already_cached_keeps_its_values_when_another_layer_is_computed(
     again = TokenStateStore(minilm).compute(sts_sentences[:9], layers=(1, last))
     for first, second in zip(both, again):
         np.testing.assert_array_equal(first.states, second.states)
+
+
+def test_texts_read_from_the_cache_are_counted_for_a_cost_being_measured(minilm, isolated_cache):
+    from embedlab.runtime.reuse import counting_reuse
+
+    texts = ["A man is playing a guitar.", "Two dogs run through the snow."]
+    store = TokenStateStore(minilm)
+    with counting_reuse() as first:
+        store.compute(texts[:1], layers=(minilm.num_layers,))
+    with counting_reuse() as second:  # the first text's states from the memory cache, the second's from the model
+        store.compute(texts, layers=(minilm.num_layers,))
+        store.compute(texts[1:], layers=(minilm.num_layers,))  # computed in this measurement: its own work
+    assert (first.texts, second.texts) == (0, 1) and second.computed == {texts[1]}
