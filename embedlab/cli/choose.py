@@ -38,7 +38,7 @@ def run_choose(args: argparse.Namespace) -> int:
     db = None if args.no_db else ResultsDB(args.db)
     run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, bootstrap=resamples)
     groups = best_per_group(in_named_group(run.records, tasks), run_units(run, db), resamples=resamples, seed=args.seed,
-                            metric=args.metric)
+                            metric=args.metric, untested="keep")  # a metric without units still ranks, untested
     missing = [f"{t.name}/{t.dataset}" for t in tasks if not any(key[:2] == (t.name, t.dataset) for key in groups)]
     if missing:
         raise InputError(f"no {args.metric or 'headline'} record for {', '.join(missing)} (every method skipped, or the "

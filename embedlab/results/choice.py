@@ -72,6 +72,7 @@ class Choice:
     candidates: list[Candidate]
     settings: dict
     picks: dict[str, Candidate | None] = field(default_factory=dict)
+    untested: str | None = None  # why no paired test ran: then only the best counts as the best quality
 
 
 def check_rankable(tasks: Sequence, metric: str | None) -> None:
@@ -140,7 +141,8 @@ def choose(groups: dict[tuple[str, str, str, str], AgainstBest], *, settings: di
         smallest = _pick([c for c in candidates if _within(c, best, within)], "bytes_per_vector", "lower", lower)
         names = [budget.format(within=f"{within:g}") for budget in BUDGETS]
         choice = Choice(key, candidates, dict((settings or {}).get((task, dataset), {})),
-                        dict(zip(names, (candidates[list(group.records).index(group.best)], fastest, smallest))))
+                        dict(zip(names, (candidates[list(group.records).index(group.best)], fastest, smallest))),
+                        group.untested)
         for budget, picked in choice.picks.items():
             if picked is not None:
                 picked.picked_for.append(budget)
@@ -152,7 +154,7 @@ def choose(groups: dict[tuple[str, str, str, str], AgainstBest], *, settings: di
 
 # ``--format json|csv``: one object (row) per method and task dataset
 COLUMNS = ("task", "dataset", "subset", "metric", "method", "value", "ci_low", "ci_high", "tie", "tied_with_best",
-           "diff_vs_best", "diff_ci_low", "diff_ci_high", "p_holm", "pareto", "texts_per_second", "bytes_per_vector",
+           "diff_vs_best", "diff_ci_low", "diff_ci_high", "p_holm", "untested", "pareto", "texts_per_second", "bytes_per_vector",
            "peak_memory_mb", "encode_seconds", "cpu_seconds", "parameters", "cost_partial", "cost_missing", "cost_note",
            "picked_for", "settings")
 
@@ -169,7 +171,7 @@ def row_values(choice: Choice, candidate: Candidate) -> list[object]:
     r, d, cost = candidate.record, candidate.difference, candidate.record.cost or {}
     difference = (d.diff, d.low, d.high) if d is not None else (None,) * 3
     return [*choice.key, r.method, r.value, r.ci_low, r.ci_high, candidate.mark,
-            candidate.tied_with_best, *difference, candidate.p_holm, candidate.pareto,
+            candidate.tied_with_best, *difference, candidate.p_holm, choice.untested, candidate.pareto,
             *(candidate.figure(name) for name in COST_FIGURES), cost.get("encode_seconds"), cost.get("cpu_seconds"),
             cost.get("parameters"), cost.get("partial"), ",".join(candidate.missing) or None, cost.get("note"),
             "; ".join(candidate.picked_for) or None, _settings_text(choice.settings)]
@@ -198,6 +200,8 @@ def pick_lines(choice: Choice) -> list[str]:
     """What to pick under each budget, and the cost notes, for the human formats."""
     task, dataset, subset, metric = choice.key
     lines = [f"{task}/{dataset} {subset} {metric} (task settings: {_settings_text(choice.settings)}):"]
+    if choice.untested:
+        lines.append(f"  no paired test, so no method is marked tied with the best: {choice.untested}")
     for budget, picked in choice.picks.items():
         lines.append(f"  {budget}: " + (picked.method if picked is not None else "none (no method with the figure measured)"))
     for candidate in choice.candidates:

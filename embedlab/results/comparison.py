@@ -127,6 +127,7 @@ class AgainstBest:
     differences: dict[str, PairedDifference] = field(default_factory=dict)
     p_holm: dict[str, float | None] = field(default_factory=dict)
     tied: set[str] = field(default_factory=set)
+    untested: str | None = None  # why no paired test ran (no per-unit scores, units that do not pair)
 
     def mark(self, method: str) -> str:
         """``best``, ``tied`` (with the best) or ``""``."""
@@ -165,11 +166,12 @@ def _paired_units(by_method: dict[str, Record], units: dict[tuple[str, str, str,
 
 def best_per_group(records: Sequence[Record], units: dict[tuple[str, str, str, str, str], UnitScores], *,
                    resamples: int, seed: int, metric: str | None = None,
-                   strict: bool = True) -> dict[tuple[str, str, str, str], AgainstBest]:
+                   untested: str = "raise") -> dict[tuple[str, str, str, str], AgainstBest]:
     """Per (task, dataset, subset, metric) of the compared records (:func:`compared_records`), its methods against
-    its best. A group of one method is its own best (no test). ``strict``: a group whose per-unit scores are
-    missing or do not pair is one clear error (``choose``); otherwise it is left out (the report: no mark rather
-    than a wrong one)."""
+    its best. A group of one method is its own best (no test). A group whose per-unit scores are missing (a metric
+    without an interval: isotropy's IsoScore, ALIGN-SIM's differences of means) or do not pair: with ``untested``
+    ``"raise"`` one clear error; ``"skip"`` left out (the report: no mark rather than a wrong one); ``"keep"`` kept
+    with its best alone, no tie, and the reason in ``untested`` (``choose``: a value still ranks)."""
     groups = {}
     for key, by_method in _groups(compared_records(records, metric), None).items():
         if len(by_method) == 1:
@@ -177,9 +179,11 @@ def best_per_group(records: Sequence[Record], units: dict[tuple[str, str, str, s
             continue
         try:
             unit_of = _paired_units(by_method, units, key)
-        except InputError:
-            if strict:
+        except InputError as error:
+            if untested == "raise":
                 raise
+            if untested == "keep":
+                groups[key] = AgainstBest(_best(by_method, list(by_method)), dict(by_method), untested=str(error))
             continue
         groups[key] = against_best(by_method, unit_of, resamples, seed)
     return groups
@@ -189,7 +193,7 @@ def tie_marks(records: Sequence[Record], units: dict[tuple[str, str, str, str, s
               seed: int) -> dict[tuple[str, str, str, str, str], str]:
     """For the report: per headline record key (method, task, dataset, subset, metric), ``best`` or ``tied``
     (with the best), for every group of two or more methods whose per-unit scores pair; other groups get no marks."""
-    return marks_of(best_per_group(records, units, resamples=resamples, seed=seed, strict=False))
+    return marks_of(best_per_group(records, units, resamples=resamples, seed=seed, untested="skip"))
 
 
 def marks_of(groups: dict[tuple[str, str, str, str], AgainstBest]) -> dict[tuple[str, str, str, str, str], str]:

@@ -102,3 +102,20 @@ def test_json_has_one_object_per_method_with_the_decision_fields() -> None:
     assert rows[1]["picked_for"] is None
     text = format_choices(choices, "table")
     assert "retrieval/d all ndcg@10 (task settings: k=10):" in text and "  best: a" in text
+
+
+def test_a_metric_without_per_unit_scores_still_ranks_untested() -> None:
+    from embedlab.results.comparison import best_per_group
+
+    # IsoScore keeps no per-unit scores: no paired test, so nothing is tied with the best, yet the values rank
+    records = [Record(m, "isotropy", "wikitext2", "test", "isoscore", v, 100, cost=_cost(100, b, 50))
+               for m, v, b in (("a", 0.20, 1536), ("b", 0.30, 1536), ("c", 0.25, 48))]
+    with pytest.raises(InputError, match="no per-unit scores"):
+        best_per_group(records, {}, resamples=200, seed=0)
+    groups = best_per_group(records, {}, resamples=200, seed=0, untested="keep")
+    choice, = choose(groups)
+    assert [c.mark for c in choice.candidates] == ["", "best", ""] and "no per-unit scores" in choice.untested
+    assert [c.pareto for c in choice.candidates] == [False, True, True]  # a: b's costs, lower score
+    row = json.loads(format_choices([choice], "json").splitlines()[0])
+    assert row["untested"] == choice.untested and row["tied_with_best"] is False
+    assert "no paired test, so no method is marked tied with the best" in format_choices([choice], "table")
