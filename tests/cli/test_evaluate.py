@@ -174,6 +174,13 @@ def test_reruns_with_other_retrieval_settings_keep_every_row(beir_folder, tmp_pa
     assert {json.dumps(r.settings, sort_keys=True) for r in stored} == {
         "{}", '{"k": "1,5"}', '{"search": "hnsw"}', '{"rescore": 2}'}  # the rerank adds rows of its own subset
     assert any(r.subset == "rerank:pair@4" and not r.settings for r in stored)
+    created = {(row["subset"], row["metric"], json.dumps(row["settings"])): row["created"] for row in ResultsDB(db).provenance()}
+    assert _run(["eval", "fake", "--tasks", f"retrieval:@{beir_folder}", "--db", str(db), "-q", "--bootstrap", "0", "--k", "1,5",
+                 "--force"]) == 0  # recomputes the k=1,5 group's rows only
+    recreated = {(row["subset"], row["metric"], json.dumps(row["settings"])): row["created"] for row in ResultsDB(db).provenance()}
+    assert recreated.keys() == created.keys()
+    assert {key[2] for key in created if recreated[key] != created[key]} == {'{"k": "1,5"}'}
+    capsys.readouterr()
     assert _run(["results", "--db", str(db), "--metric", "ndcg@5", "--subset", "all"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[0].split()[:5] == ["task", "dataset", "subset", "metric", "settings"]
