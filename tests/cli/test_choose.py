@@ -96,3 +96,23 @@ def test_minilm_its_binary_vectors_and_random_tokens_on_a_beir_folder(tmp_path: 
     for row in rows.values():
         assert row["ci_low"] <= row["value"] <= row["ci_high"] and row["texts_per_second"] > 0 and row["peak_memory_mb"] >= 0
     assert_front_follows_the_figures(list(rows.values()))
+
+
+def test_choose_compares_the_settings_group_its_task_options_name(tmp_path: Path, monkeypatch, capsys) -> None:
+    root = tmp_path / "fake_beir"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": f"document {i}"}) + "\n" for i in range(30)))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": f"question {i}"}) + "\n" for i in range(12)))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(12)))
+    monkeypatch.setattr(cli_eval, "load_method", lambda spec: FakeMethod(spec=spec, dim=4 if spec == "fake-a" else 6))
+    argv = ["choose", "fake-a", "fake-b", "--tasks", f"retrieval:@{root}", "--db", str(tmp_path / "r.sqlite"),
+            "--bootstrap", "100", "--format", "json"]
+    assert main(argv) == 0
+    defaults = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert main(argv + ["--k", "1,10"]) == 0  # another settings group: added beside the defaults, and the one compared
+    captured = capsys.readouterr()
+    cut = [json.loads(line) for line in captured.out.splitlines()]
+    assert [row["settings"] for row in defaults] == ["defaults"] * 2 and [row["settings"] for row in cut] == ["k=1,10"] * 2
+    assert "k=1,10" in captured.err  # the status line says which group
+    # nDCG@10 does not depend on the other cut-offs: both groups hold the same values
+    assert [row["value"] for row in cut] == [row["value"] for row in defaults]
