@@ -212,11 +212,13 @@ def _html_table(records: Sequence[Record], colours: dict[str, str], ties: dict |
     one is bold (ties alike); ``ties`` (key → ``tied``, :func:`~embedlab.results.comparison.tie_marks`) shades the rest."""
     header, body = pivot_cells(records)
     methods, rows = pivot(records)
-    heads = [f"<th>{_swatch(h, colours)}{html.escape(h)}</th>" if 4 <= k < 4 + len(methods) else f"<th>{html.escape(h)}</th>"
+    first = len(header) - len(methods) - 1  # the method columns follow task … metric (and settings, when shown)
+    heads = [f"<th>{_swatch(h, colours)}{html.escape(h)}</th>" if first <= k < first + len(methods) else f"<th>{html.escape(h)}</th>"
              for k, h in enumerate(header)]
     out = ["<table><thead><tr>" + "".join(heads) + "</tr></thead><tbody>"]
-    for cells, ((task, dataset, subset, metric), by_method) in zip(body, rows):
-        shown = {m: cells[4 + k] for k, m in enumerate(methods) if m in by_method and not math.isnan(by_method[m].value)}
+    for cells, (key, by_method) in zip(body, rows):
+        task, dataset, subset, metric = key[:4]
+        shown = {m: cells[first + k] for k, m in enumerate(methods) if m in by_method and not math.isnan(by_method[m].value)}
         better = metric_of(task, metric).better
         best: set[str] = set()
         if len(shown) > 1 and better:
@@ -228,9 +230,9 @@ def _html_table(records: Sequence[Record], colours: dict[str, str], ties: dict |
                 best = set()  # everyone equal: nothing stands out
         tds = []
         for k, cell in enumerate(cells):
-            is_best = 4 <= k < 4 + len(methods) and methods[k - 4] in best
-            tied = 4 <= k < 4 + len(methods) and (ties or {}).get((methods[k - 4], task, dataset, subset, metric)) == "tied"
-            klass = ' class="best"' if is_best else (' class="tied"' if tied else (' class="num"' if k >= 4 else ""))
+            method = methods[k - first] if first <= k < first + len(methods) else None
+            is_best, tied = method in best, (ties or {}).get((method, task, dataset, subset, metric)) == "tied"
+            klass = ' class="best"' if is_best else (' class="tied"' if tied else (' class="num"' if k >= first else ""))
             tds.append(f"<td{klass}>{html.escape(cell)}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
