@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from embedlab.cli.arguments import add_bootstrap, add_format, non_negative_float, non_negative_int
-from embedlab.cli.task_options import add_task_options, tasks_from_options
+from embedlab.cli.arguments import add_bootstrap, add_format, non_negative_float
+from embedlab.cli.task_options import add_run_options, add_task_options, tasks_from_options
 from embedlab.errors import InputError
 
 
@@ -61,14 +61,10 @@ def add_cli(subparsers) -> None:
                     "over quality and those three costs, and what to pick: the best, the fastest tied with the best, "
                     "the smallest vectors within --within of the best (docs/evaluation.md, Choosing a method).")
     parser.add_argument("specs", nargs="+", metavar="SPEC", help="method specs, e.g. minilm minilm:precision=ubinary")
-    parser.add_argument("--tasks", default="quick", help="comma-separated task selection, as eval takes it (default: quick)")
+    add_run_options(parser)
     parser.add_argument("--metric", default=None, help="rank on this metric instead of each task's headline metric")
     parser.add_argument("--within", type=non_negative_float, default=0.01,
                         help="the smallest-vectors budget: methods within this much of the best value (default 0.01)")
-    parser.add_argument("--db", default=None, help="results database file (default ./embedlab_results.sqlite, or $EMBEDLAB_RESULTS)")
-    parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
-    parser.add_argument("--force", action="store_true", help="recompute results already in the database")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the tasks' random choices and of the resamples")
     add_bootstrap(parser)
     add_task_options(parser)
     add_format(parser)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from embedlab.cli.arguments import add_bootstrap, add_format, non_negative_int
-from embedlab.cli.task_options import add_task_options, tasks_from_options
+from embedlab.cli.arguments import add_bootstrap, add_format
+from embedlab.cli.task_options import add_run_options, add_task_options, tasks_from_options
 from embedlab.errors import InputError
 
 
@@ -70,12 +70,8 @@ def add_cli(subparsers) -> None:
                     "call, Williams' t / Steiger's Z / Zou's interval for correlations with shared gold scores, and "
                     "which methods are statistically tied with the best (docs/evaluation.md, Uncertainty).")
     parser.add_argument("specs", nargs="+", metavar="SPEC", help="method specs; the first is the reference")
-    parser.add_argument("--tasks", default="quick", help="comma-separated task selection, as eval takes it (default: quick)")
+    add_run_options(parser)
     parser.add_argument("--metric", default=None, help="compare on this metric instead of each task's headline metric")
-    parser.add_argument("--db", default=None, help="results database file (default ./embedlab_results.sqlite, or $EMBEDLAB_RESULTS)")
-    parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
-    parser.add_argument("--force", action="store_true", help="recompute results already in the database")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the tasks' random choices and of the resamples")
     add_task_options(parser)  # eval's task options: they name the settings group compared (default: the defaults)
     add_bootstrap(parser)
     add_format(parser)

@@ -40,6 +40,16 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
                        help="the corpus already embedded by `embed SPEC --input FOLDER/corpus.jsonl --out FOLDER` with the same spec")
 
 
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """What the commands that evaluate and then judge (``compare``, ``choose``) take besides their own options: the
+    task selection, the results database, ``--force`` and ``--seed``."""
+    parser.add_argument("--tasks", default="quick", help="comma-separated task selection, as eval takes it (default: quick)")
+    parser.add_argument("--db", default=None, help="results database file (default ./embedlab_results.sqlite, or $EMBEDLAB_RESULTS)")
+    parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
+    parser.add_argument("--force", action="store_true", help="recompute results already in the database")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the tasks' random choices and of the resamples")
+
+
 def tasks_from_options(args: argparse.Namespace, load_method: Callable[[str], object]) -> list:
     """The tasks of ``--tasks`` with every task option of the command line (``load_method`` loads ``--rerank``'s
     spec), checked against the tasks selected and the number of methods (``args.specs``)."""

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes import FakeMethod, isolated_eval_cache, scored_pairs_file  # noqa: F401 (autouse fixture)
+from fakes import FakeMethod, beir_folder, isolated_eval_cache, scored_pairs_file  # noqa: F401 (autouse fixture)
 
 from embedlab.cli import evaluate as cli_eval
 from embedlab.cli.app import main
@@ -74,13 +74,10 @@ def assert_front_follows_the_figures(rows: list[dict]) -> None:
 def _beir_folder(root: Path, sts_test_rows) -> Path:
     """A small BEIR folder from STS-B test: 60 second sentences are the corpus; the first sentence of each pair
     scored ≥ 3 is a query whose one relevant document is its pair's (22 queries)."""
-    (root / "qrels").mkdir(parents=True)
     rows = sts_test_rows[:60]
-    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": b}) + "\n" for i, (_, _, b) in enumerate(rows)))
     judged = [i for i, (score, _, _) in enumerate(rows) if score >= 3]
-    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": rows[i][1]}) + "\n" for i in judged))
-    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in judged))
-    return root
+    return beir_folder(root, {f"d{i}": b for i, (_, _, b) in enumerate(rows)}, {f"q{i}": rows[i][1] for i in judged},
+                       [(f"q{i}", f"d{i}", 1) for i in judged])
 
 
 def test_minilm_its_binary_vectors_and_random_tokens_on_a_beir_folder(tmp_path: Path, sts_test_rows, capsys) -> None:
@@ -99,11 +96,8 @@ def test_minilm_its_binary_vectors_and_random_tokens_on_a_beir_folder(tmp_path: 
 
 
 def test_choose_compares_the_settings_group_its_task_options_name(tmp_path: Path, monkeypatch, capsys) -> None:
-    root = tmp_path / "fake_beir"
-    (root / "qrels").mkdir(parents=True)
-    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": f"document {i}"}) + "\n" for i in range(30)))
-    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": f"question {i}"}) + "\n" for i in range(12)))
-    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(12)))
+    root = beir_folder(tmp_path / "fake_beir", {f"d{i}": f"document {i}" for i in range(30)},
+                       {f"q{i}": f"question {i}" for i in range(12)}, [(f"q{i}", f"d{i}", 1) for i in range(12)])
     monkeypatch.setattr(cli_eval, "load_method", lambda spec: FakeMethod(spec=spec, dim=4 if spec == "fake-a" else 6))
     argv = ["choose", "fake-a", "fake-b", "--tasks", f"retrieval:@{root}", "--db", str(tmp_path / "r.sqlite"),
             "--bootstrap", "100", "--format", "json"]
