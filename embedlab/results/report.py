@@ -1,14 +1,11 @@
 """The shareable evaluation report: one offline HTML file (plots inline as PNG data URIs, no script, no
-network) that a researcher can send as it is.
-
-What makes it readable: each method keeps one colour in every plot and table (assigned by method spec,
-in the order methods first appear); plots zoom to the data and label every value, with legends beside
-the axes rather than over the bars; a section whose metric has one value per method gets a compact
-plot; the best value of each table row is bold for every method that reaches it (ties alike); every
-metric is described with its unit and better direction (read from the tasks' declarations); methods that
-sweep ``layers=`` get a layer curve; ALIGN-SIM gets its criterion tables and ε-histograms. The header
-states the provenance — code version, seeds, model fingerprints, task settings and the command — rather
-than machine paths.
+network). Each method keeps one colour and one place in every plot and table (by spec, in the order methods
+first appear); plots zoom to the data, label every value and keep legends beside the axes; each row's best
+value is bold for every method that reaches it (ties alike); every metric is described with its unit and
+direction; ``layers=`` sweeps get a layer curve, ALIGN-SIM its criterion tables and ε-histograms, each task
+dataset of several methods the paired difference from the best and quality against cost
+(:mod:`embedlab.results.decision_report`). The header states the provenance (code version, seeds, model
+fingerprints, task settings, the command), never machine paths.
 """
 
 from __future__ import annotations
@@ -18,13 +15,14 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from embedlab.evaluation.base import UNITS
 from embedlab.evaluation.harness import TASK_FAMILIES, metric_of
 from embedlab.evaluation.records import Record
+from embedlab.evaluation.settings_groups import compact_settings
 from embedlab.results.comparison import marks_of
 from embedlab.results.decision_report import decision_section
 from embedlab.results.figures import img_tag, plain_log_ticks, png_base64
@@ -366,7 +364,8 @@ def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation 
         parts.append(f"<h2>{html.escape(task)}</h2>")
         if family is not None and family.description:
             parts.append(f"<p class='meta'>{html.escape(family.description)}</p>")
-        headlines = [r for r in headline_records(task_records) if not math.isnan(r.value)]
+        headlines = [replace(r, subset=f"{r.subset} {compact_settings(r.settings)}") if r.settings else r  # a group's own bars
+                     for r in headline_records(task_records) if not math.isnan(r.value)]
         if task != "alignsim":
             for metric in dict.fromkeys(r.metric for r in headlines):
                 chosen = [r for r in headlines if r.metric == metric]
