@@ -56,7 +56,7 @@ def add_cli(subparsers) -> None:
     parser = subparsers.add_parser(
         "choose", help="which method for my budget: quality with intervals, ties with the best, cost, Pareto front",
         description="Evaluate method specs on tasks (reusing stored results) and, per task dataset, show each method's "
-                    "headline metric with its 95%% interval, whether it is statistically tied with the best (compare's "
+                    "headline metric with its 95 % interval, whether it is statistically tied with the best (compare's "
                     "paired test), texts per second, bytes per vector and peak memory, whether it is on the Pareto front "
                     "over quality and those three costs, and what to pick: the best, the fastest tied with the best, "
                     "the smallest vectors within --within of the best (docs/evaluation.md, Choosing a method).")
