@@ -72,3 +72,15 @@ def minilm_method():
     import embedlab
 
     return embedlab.load("st:minilm")
+
+
+def beir_folder(root, documents: dict[str, str], queries: dict[str, str], qrels: list[tuple[str, str, int]]):
+    """A BEIR folder at ``root``: ``corpus.jsonl`` (id → text), ``queries.jsonl`` and ``qrels/test.tsv`` (query id,
+    document id, grade)."""
+    import json
+
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": key, "text": text}) + "\n" for key, text in documents.items()))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": key, "text": text}) + "\n" for key, text in queries.items()))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in qrels))
+    return root

@@ -19,14 +19,14 @@ import sys
 import threading
 import warnings
 
-from embedlab.cli import alignsim, arguments, cache, compare, embed, evaluate, matching, methods, neural, reproduce, serve, static
+from embedlab.cli import alignsim, arguments, cache, choose, compare, embed, evaluate, matching, methods, neural, reproduce, serve, static
 from embedlab.errors import InputError
 from embedlab.runtime.extras import MissingExtraError
 from embedlab.runtime.progress import set_progress
 from embedlab.runtime.settings import debug_requested, forbid_downloads
 from embedlab.version import __version__
 
-COMMAND_GROUPS = (embed, methods, evaluate, compare, neural, matching, alignsim, reproduce, static, serve, cache)
+COMMAND_GROUPS = (embed, methods, evaluate, compare, choose, neural, matching, alignsim, reproduce, static, serve, cache)
 
 USAGE_ERROR = 2  # bad arguments or input (embedlab's InputError): the user can fix the command line or the file
 RUNTIME_ERROR = 1  # the command was fine but the machine was not (disk full, no permission, damaged database), or a bug

@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from embedlab.cli.arguments import add_bootstrap, add_format, seed_int
-from embedlab.cli.task_options import add_task_options, tasks_from_options
+from embedlab.cli.arguments import add_bootstrap, add_format
+from embedlab.cli.task_options import add_run_options, add_task_options, tasks_from_options
 from embedlab.errors import InputError
 
 
-def _units(run, db) -> dict:
-    """Per-unit scores of every record of ``run``: in memory for fresh records, from ``db`` for reused ones."""
+def run_units(run, db) -> dict:
+    """Per-unit scores of every record of ``run``: in memory for fresh records, from ``db`` for reused ones (from
+    the settings group each record belongs to); ``compare`` and ``choose`` read them."""
     from embedlab.evaluation.settings_groups import settings_json
 
     units = {(r.method, r.task, r.dataset, r.subset, r.metric): r.units for r in run.records if r.units is not None}
@@ -53,7 +54,7 @@ def run_compare(args: argparse.Namespace) -> int:
     # the records of the settings group the task options name, the one this line says (stored groups of other
     # settings are never mixed in: evaluate reuses or computes only this group)
     status(describe_named_settings(tasks))
-    comparison = compare_records(in_named_group(run.records, tasks), _units(run, db), [method.spec for method in methods],
+    comparison = compare_records(in_named_group(run.records, tasks), run_units(run, db), [method.spec for method in methods],
                                  resamples=resamples, seed=args.seed, metric=args.metric)
     text = format_comparison(comparison, args.format)
     sys.stdout.write(text + "\n" if text else "")
@@ -69,12 +70,8 @@ def add_cli(subparsers) -> None:
                     "call, Williams' t / Steiger's Z / Zou's interval for correlations with shared gold scores, and "
                     "which methods are statistically tied with the best (docs/evaluation.md, Uncertainty).")
     parser.add_argument("specs", nargs="+", metavar="SPEC", help="method specs; the first is the reference")
-    parser.add_argument("--tasks", default="quick", help="comma-separated task selection, as eval takes it (default: quick)")
+    add_run_options(parser)
     parser.add_argument("--metric", default=None, help="compare on this metric instead of each task's headline metric")
-    parser.add_argument("--db", default=None, help="results database file (default ./embedlab_results.sqlite, or $EMBEDLAB_RESULTS)")
-    parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
-    parser.add_argument("--force", action="store_true", help="recompute results already in the database")
-    parser.add_argument("--seed", type=seed_int, default=0, help="seed of the tasks' random choices and of the resamples")
     add_task_options(parser)  # eval's task options: they name the settings group compared (default: the defaults)
     add_bootstrap(parser)
     add_format(parser)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import shlex
 import sys
 from collections.abc import Sequence
@@ -161,25 +162,31 @@ def run_report(args: argparse.Namespace) -> int:
             if (row["method"], row["task"], row["dataset"], row["subset"], row["metric"], settings_json(row["settings"])) in kept]
     command = shlex.join(getattr(args, "command_line", ["embedlab", "report"]))
     provenance = Provenance(rows=rows, command=command, source=database.path.name)
-    path = write_report(records, args.out, title=args.title, provenance=provenance, ties=_ties(records, database))
+    path = write_report(records, args.out, title=args.title, provenance=provenance,
+                        against_best=_against_best(records, database))
     print(f"wrote {path} ({len(records)} records)")
     return 0
 
 
-def _ties(records: list[Record], database) -> dict:
-    """Which methods are statistically tied with the best of each headline row, from the stored per-unit
-    scores (B = 1,000 resamples from seed 0); rows without stored units get no mark."""
+def _against_best(records: list[Record], database) -> dict:
+    """Each headline group's methods against its best (:func:`~embedlab.results.comparison.best_per_group`), from
+    the stored per-unit scores (B = 1,000 resamples from seed 0): the report's tie marks, difference and cost
+    charts. Where a method has rows of several settings groups, the defaults' rows are compared (the report takes
+    no task options); groups without stored units get no marks."""
     from embedlab.evaluation.bootstrap import DEFAULT_RESAMPLES
-    from embedlab.results.comparison import compared_records, tie_marks
-
     from embedlab.evaluation.settings_groups import settings_json
+    from embedlab.results.comparison import best_per_group, compared_records
 
+    grouped: dict[tuple[str, str, str], set[str]] = {}
+    for record in records:
+        grouped.setdefault((record.method, record.task, record.dataset), set()).add(settings_json(record.settings))
+    chosen = [r for r in records if len(grouped[(r.method, r.task, r.dataset)]) == 1 or not r.settings]
     units = {}
-    groups = {(r.method, r.task, r.dataset, settings_json(r.settings)): r.settings for r in compared_records(records, None)}
-    for (method, task, dataset, _), settings in groups.items():
-        for (subset, metric), found in database.units(method, task, dataset, settings).items():
+    for method, task, dataset, settings in {(r.method, r.task, r.dataset, settings_json(r.settings)): None
+                                            for r in compared_records(chosen, None)}:
+        for (subset, metric), found in database.units(method, task, dataset, json.loads(settings)).items():
             units[(method, task, dataset, subset, metric)] = found
-    return tie_marks(records, units, resamples=DEFAULT_RESAMPLES, seed=0)
+    return best_per_group(chosen, units, resamples=DEFAULT_RESAMPLES, seed=0, untested="skip")
 
 
 def _common(parser: argparse.ArgumentParser, with_format: bool = True) -> None:

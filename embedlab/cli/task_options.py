@@ -1,4 +1,4 @@
-"""The task options ``eval`` and ``compare`` share (one definition each): what they mean to the tasks, how
+"""The task options ``eval``, ``compare`` and ``choose`` share (one definition each): what they mean to the tasks, how
 the parsed command line becomes tasks, and the checks that tie options to the tasks selected.
 
 The options that change a task's numbers name a *settings group* of the results database (docs/evaluation.md,
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-from embedlab.cli.arguments import non_negative_int, positive_int
+from embedlab.cli.arguments import non_negative_int, positive_int, seed_int
 from embedlab.errors import InputError
 
 
@@ -38,6 +38,16 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
                             "query against the documents' bits (0: Hamming order alone)")
     group.add_argument("--corpus-vectors", metavar="FOLDER", default=None,
                        help="the corpus already embedded by `embed SPEC --input FOLDER/corpus.jsonl --out FOLDER` with the same spec")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """What the commands that evaluate and then judge (``compare``, ``choose``) take besides their own options: the
+    task selection, the results database, ``--force`` and ``--seed``."""
+    parser.add_argument("--tasks", default="quick", help="comma-separated task selection, as eval takes it (default: quick)")
+    parser.add_argument("--db", default=None, help="results database file (default ./embedlab_results.sqlite, or $EMBEDLAB_RESULTS)")
+    parser.add_argument("--no-db", action="store_true", help="do not read or write the results database")
+    parser.add_argument("--force", action="store_true", help="recompute results already in the database")
+    parser.add_argument("--seed", type=seed_int, default=0, help="seed of the tasks' random choices and of the resamples")
 
 
 def tasks_from_options(args: argparse.Namespace, load_method: Callable[[str], object]) -> list:

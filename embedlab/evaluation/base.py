@@ -3,7 +3,7 @@
 A :class:`Task` has a family ``name`` (e.g. ``"sts"``), a ``dataset`` and ``run(method) -> list[Record]``.
 Each task class also declares, as data, everything the harness and the reports need to know about it:
 its default ``datasets``, the ``options`` it takes from a task selection, whether it reads user files,
-its ``headline`` metric and one :class:`Metric` (description with unit, which direction is better) per
+its ``headline_metric`` and one :class:`Metric` (description with unit, which direction is better) per
 metric it emits. The task registry (``embedlab.evaluation``), the report tables and the summaries read
 these declarations, so adding a task is one new module and one line in the task list.
 """
@@ -160,7 +160,11 @@ class Task:
     # True: the task also scores a method against a reference method (:meth:`against_reference`), which
     # evaluate() asks for with ``intersections=True`` (the neural-embeddings paper's Eq. 3 for triplets)
     needs_reference: ClassVar[bool] = False
-    headline: ClassVar[str] = ""
+    # The one number that stands for the task on a dataset: what summaries, plots, ``compare`` and ``choose`` rank
+    # methods on (its declared ``better`` direction says which way). Of a dataset with several subsets, the row of
+    # the ``all`` subset stands for it when the task emits one, else each subset is ranked on its own. A task whose
+    # headline differs by dataset overrides :meth:`headline_of`; None: the task has no number to rank methods on.
+    headline_metric: ClassVar[str | None] = None
     metrics: ClassVar[dict[str, Metric]] = {}
 
     def __init__(self, dataset: str) -> None:
@@ -191,9 +195,9 @@ class Task:
         return f"{path.stem}@{digest[:8]}"
 
     @classmethod
-    def headline_of(cls, dataset: str) -> str:
-        """The metric that stands for the task on ``dataset`` in summaries and plots."""
-        return cls.headline
+    def headline_of(cls, dataset: str) -> str | None:
+        """The metric that stands for the task on ``dataset`` in summaries, plots, ``compare`` and ``choose``."""
+        return cls.headline_metric
 
     @classmethod
     def metric(cls, name: str) -> Metric:

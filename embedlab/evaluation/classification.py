@@ -123,7 +123,7 @@ class ClassificationTask(Task):
     datasets = CV_SETS + ("sst2", "trec", "mrpc", "sst5", "sick-e")
     options = ("seed", "pair_features")
     user_files = True
-    headline = "accuracy"
+    headline_metric = "accuracy"
     metrics = {
         "accuracy": Metric("test accuracy (10-fold mean for MR/CR/SUBJ/MPQA and user files), 0–1", unit="fraction"),
         "dev_accuracy": Metric("validation accuracy of the chosen regularisation, 0–1", unit="fraction"),

@@ -53,7 +53,7 @@ class ClusteringTask(Task):
     datasets = ("agnews", "biomedical", "googlenews_ts", "searchsnippets", "stackoverflow", "tweet")
     options = ("seed",)
     user_files = True
-    headline = "accuracy"
+    headline_metric = "accuracy"
     metrics = {
         "accuracy": Metric("mean matched accuracy over the k-means runs, 0–1", unit="fraction"),
         "accuracy_std": Metric("standard deviation of the matched accuracy over the runs, 0–1", "lower", unit="fraction"),

@@ -30,7 +30,7 @@ class CorrelationsTask(Task):
     options = ("product",)
     user_files = True
     needs_vectors = False
-    headline = "spearman"
+    headline_metric = "spearman"
     metrics = CORRELATION_METRICS
 
     def __init__(self, dataset: str, *, path: str | None = None, product: str = "cosine") -> None:

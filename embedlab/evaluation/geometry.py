@@ -84,7 +84,7 @@ class IsotropyTask(Task):
     name = "isotropy"
     description = "IsoScore of the embeddings of WikiText-2 sentences (pooling paper §3.5.4)"
     datasets = ("wikitext2",)
-    headline = "isoscore"
+    headline_metric = "isoscore"
     metrics = {"isoscore": Metric("IsoScore, 0 (one direction holds all variance) – 1 (isotropic)", unit="score")}
 
     def __init__(self, dataset: str = "wikitext2", *, split: str = "test") -> None:
@@ -107,7 +107,7 @@ class AlignmentTask(Task):
     name = "alignment"
     description = "alignment (Eq. 8) of STS-B train pairs scored 5.0 and uniformity (Eq. 9) of their sentences (pooling paper §3.5.5)"
     datasets = ("stsb",)
-    headline = "alignment"
+    headline_metric = "alignment"
     metrics = {
         "alignment": Metric("mean squared distance of positive pairs' raw embeddings (Eq. 8)", "lower", unit="distance"),
         "uniformity": Metric("log mean exp(−2·squared distance) over all sentence pairs, raw embeddings (Eq. 9)", "lower", unit="score"),

@@ -97,7 +97,7 @@ class PairsTask(Task):
     options = ("product",)
     user_files = True
     needs_vectors = False
-    headline = "error"
+    headline_metric = "error"
     metrics = ERROR_COUNT_METRICS
 
     def __init__(self, dataset: str, *, path: str | None = None, product: str = "cosine") -> None:

@@ -52,7 +52,7 @@ class RetrievalTask(Task):
     options = ("split", "k", "run_out", "rerank", "rerank_depth", "corpus_vectors", "search", "rescore")
     user_files = True
     parsing_options = ("split",)
-    headline = "ndcg@10"
+    headline_metric = "ndcg@10"
     metrics = {
         "queries": Metric("judged queries evaluated", "", "count", "count"),
         "skipped_queries": Metric("queries without any judgement, skipped (as BEIR skips them)", "", "count", "count"),

@@ -53,7 +53,7 @@ class STSTask(Task):
     datasets = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sick-r")
     user_files = True
     needs_vectors = False
-    headline = "spearman"
+    headline_metric = "spearman"
     metrics = CORRELATION_METRICS | {
         "spearman": Metric("Spearman rank correlation of cosine and gold score, −1–1 (subsets mean/wmean: "
                            "SentEval's per-subset mean and size-weighted mean)", unit="correlation"),

@@ -223,7 +223,7 @@ class TripletsTask(Task):
     options = ("layout", "product")
     user_files = True
     parsing_options = ("layout",)
-    headline = "error"
+    headline_metric = "error"
     needs_reference = True  # Eq. 3: the intersection of two methods' broken triplets
     metrics = ERROR_COUNT_METRICS | {
         "intersection": Metric("Eq. 3 overlap of this method's broken triplets with the reference method's, 0–1", "", unit="fraction"),

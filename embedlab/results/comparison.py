@@ -97,61 +97,111 @@ def compare_records(records: Sequence[Record], units: dict[tuple[str, str, str, 
     if resamples < 1:
         raise InputError("compare needs bootstrap resamples (--bootstrap ≥ 1)")
     comparison, tests = Comparison(), []
-    for (task, dataset, subset, name), by_method in _groups(compared_records(records, metric), methods).items():
-        what = f"{task}/{dataset} {subset} {name}"
-        unit_of = {}
-        for method in methods:
-            found = units.get((method, task, dataset, subset, name))
-            if found is None:
-                raise InputError(f"{what} of {method} has no per-unit scores (stored before they were kept, or a "
-                                 "metric without an interval: see its ci_note); recompute it with eval --force")
-            unit_of[method] = found
+    for key, by_method in _groups(compared_records(records, metric), methods).items():
+        by_method = {method: by_method[method] for method in methods}
+        unit_of = _paired_units(by_method, units, key)
         first = unit_of[methods[0]]
-        best = _best(by_method, methods)
         group = []
         for method in methods:
             row = Row(by_method[method], resampled=first.resampled)
             if method != methods[0]:
-                check_same_units(first, unit_of[method], what)
                 row.difference = paired_difference(unit_of[method], first, resamples, seed)
                 row.analytic = dependent_correlations(unit_of[method], first)
                 tests.append(row)
             group.append(row)
-        tied = _tied_with(best, unit_of, resamples, seed)
+        versus_best = against_best(by_method, unit_of, resamples, seed)
         for row in group:
-            row.tie = "best" if row.record.method == best else ("tied" if row.record.method in tied else "")
+            row.tie = versus_best.mark(row.record.method)
         comparison.rows += group
     for row, adjusted in zip(tests, holm([row.difference.p for row in tests])):
         row.p_holm = adjusted
     return comparison
 
 
-def _tied_with(best: str, unit_of: dict[str, UnitScores], resamples: int, seed: int) -> set[str]:
-    """The methods whose paired test against ``best`` finds no difference at α after Holm over these tests."""
-    others = [method for method in unit_of if method != best]
-    p_values = [paired_difference(unit_of[method], unit_of[best], resamples, seed).p for method in others]
-    return {method for method, adjusted in zip(others, holm(p_values)) if adjusted is None or adjusted >= ALPHA}
+@dataclass
+class AgainstBest:
+    """The methods of one task dataset against its best: each other method's paired difference from the best
+    (method − best, its paired-bootstrap interval and p-value), Holm-adjusted over these tests, and the methods
+    tied with the best (no difference at α after Holm). ``records`` holds every method's record, in input order."""
+
+    best: str
+    records: dict[str, Record]
+    differences: dict[str, PairedDifference] = field(default_factory=dict)
+    p_holm: dict[str, float | None] = field(default_factory=dict)
+    tied: set[str] = field(default_factory=set)
+    untested: str | None = None  # why no paired test ran (no per-unit scores, units that do not pair)
+
+    def mark(self, method: str) -> str:
+        """``best``, ``tied`` (with the best) or ``""``."""
+        return "best" if method == self.best else ("tied" if method in self.tied else "")
+
+
+def against_best(by_method: dict[str, Record], unit_of: dict[str, UnitScores], resamples: int, seed: int) -> AgainstBest:
+    """Every method of ``by_method`` against the best of them, on the paired per-unit scores ``unit_of``."""
+    best = _best(by_method, list(by_method))
+    found = AgainstBest(best, dict(by_method))
+    others = [method for method in by_method if method != best]
+    found.differences = {method: paired_difference(unit_of[method], unit_of[best], resamples, seed) for method in others}
+    adjusted = holm([found.differences[method].p for method in others])
+    found.p_holm = dict(zip(others, adjusted))
+    found.tied = {method for method, p in found.p_holm.items() if p is None or p >= ALPHA}
+    return found
+
+
+def _paired_units(by_method: dict[str, Record], units: dict[tuple[str, str, str, str, str], UnitScores],
+                  key: tuple[str, str, str, str]) -> dict[str, UnitScores]:
+    """The per-unit scores of every method of one group, checked to pair (else one clear error)."""
+    task, dataset, subset, name = key
+    what = f"{task}/{dataset} {subset} {name}"
+    unit_of = {}
+    for method in by_method:
+        found = units.get((method, task, dataset, subset, name))
+        if found is None:
+            raise InputError(f"{what} of {method} has no per-unit scores (stored before they were kept, or a "
+                             "metric without an interval: see its ci_note); recompute it with eval --force")
+        unit_of[method] = found
+    first = next(iter(unit_of.values()))
+    for method in list(unit_of)[1:]:
+        check_same_units(first, unit_of[method], what)
+    return unit_of
+
+
+def best_per_group(records: Sequence[Record], units: dict[tuple[str, str, str, str, str], UnitScores], *,
+                   resamples: int, seed: int, metric: str | None = None,
+                   untested: str = "raise") -> dict[tuple[str, str, str, str], AgainstBest]:
+    """Per (task, dataset, subset, metric) of the compared records (:func:`compared_records`), its methods against
+    its best. A group of one method is its own best (no test). A group whose per-unit scores are missing (a metric
+    without an interval: isotropy's IsoScore, ALIGN-SIM's differences of means) or do not pair: with ``untested``
+    ``"raise"`` one clear error; ``"skip"`` left out (the report: no mark rather than a wrong one); ``"keep"`` kept
+    with its best alone, no tie, and the reason in ``untested`` (``choose``: a value still ranks)."""
+    groups = {}
+    for key, by_method in _groups(compared_records(records, metric), None).items():
+        if len(by_method) == 1:
+            groups[key] = AgainstBest(next(iter(by_method)), dict(by_method))
+            continue
+        try:
+            unit_of = _paired_units(by_method, units, key)
+        except InputError as error:
+            if untested == "raise":
+                raise
+            if untested == "keep":
+                groups[key] = AgainstBest(_best(by_method, list(by_method)), dict(by_method), untested=str(error))
+            continue
+        groups[key] = against_best(by_method, unit_of, resamples, seed)
+    return groups
 
 
 def tie_marks(records: Sequence[Record], units: dict[tuple[str, str, str, str, str], UnitScores], *, resamples: int,
               seed: int) -> dict[tuple[str, str, str, str, str], str]:
     """For the report: per headline record key (method, task, dataset, subset, metric), ``best`` or ``tied``
     (with the best), for every group of two or more methods whose per-unit scores pair; other groups get no marks."""
-    marks = {}
-    for (task, dataset, subset, name), by_method in _groups(compared_records(records, None), None).items():
-        unit_of = {m: units.get((m, task, dataset, subset, name)) for m in by_method}
-        if len(unit_of) < 2 or any(u is None for u in unit_of.values()):
-            continue
-        methods = list(unit_of)
-        try:
-            for method in methods[1:]:
-                check_same_units(unit_of[methods[0]], unit_of[method], f"{task}/{dataset}")
-        except InputError:
-            continue  # units that do not pair (another dataset version, too few): no mark rather than a wrong one
-        best = _best(by_method, methods)
-        marks[(best, task, dataset, subset, name)] = "best"
-        marks.update({(m, task, dataset, subset, name): "tied" for m in _tied_with(best, unit_of, resamples, seed)})
-    return marks
+    return marks_of(best_per_group(records, units, resamples=resamples, seed=seed, untested="skip"))
+
+
+def marks_of(groups: dict[tuple[str, str, str, str], AgainstBest]) -> dict[tuple[str, str, str, str, str], str]:
+    """Per record key (method, task, dataset, subset, metric), ``best`` or ``tied``, of the groups of two or more."""
+    return {(method, *key): group.mark(method) for key, group in groups.items() if len(group.records) > 1
+            for method in group.records if group.mark(method)}
 
 
 def _number(value: float | None, digits: int = 4) -> str:

@@ -1,14 +1,11 @@
 """The shareable evaluation report: one offline HTML file (plots inline as PNG data URIs, no script, no
-network) that a researcher can send as it is.
-
-What makes it readable: each method keeps one colour in every plot and table (assigned by method spec,
-in the order methods first appear); plots zoom to the data and label every value, with legends beside
-the axes rather than over the bars; a section whose metric has one value per method gets a compact
-plot; the best value of each table row is bold for every method that reaches it (ties alike); every
-metric is described with its unit and better direction (read from the tasks' declarations); methods that
-sweep ``layers=`` get a layer curve; ALIGN-SIM gets its criterion tables and ε-histograms. The header
-states the provenance — code version, seeds, model fingerprints, task settings and the command — rather
-than machine paths.
+network). Each method keeps one colour and one place in every plot and table (by spec, in the order methods
+first appear); plots zoom to the data, label every value and keep legends beside the axes; each row's best
+value is bold for every method that reaches it (ties alike); every metric is described with its unit and
+direction; ``layers=`` sweeps get a layer curve, ALIGN-SIM its criterion tables and ε-histograms, each task
+dataset of several methods the paired difference from the best and quality against cost
+(:mod:`embedlab.results.decision_report`). The header states the provenance (code version, seeds, model
+fingerprints, task settings, the command), never machine paths.
 """
 
 from __future__ import annotations
@@ -18,14 +15,17 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from embedlab.evaluation.base import UNITS
 from embedlab.evaluation.harness import TASK_FAMILIES, metric_of
 from embedlab.evaluation.records import Record
-from embedlab.results.figures import img_tag, png_base64
+from embedlab.evaluation.settings_groups import compact_settings
+from embedlab.results.comparison import marks_of
+from embedlab.results.decision_report import decision_section
+from embedlab.results.figures import img_tag, plain_log_ticks, png_base64
 from embedlab.results.retrieval_report import retrieval_section
 from embedlab.results.summaries import headline_records
 from embedlab.results.tables import format_value, methods_of, pivot, pivot_cells
@@ -105,8 +105,8 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
         axis.invert_yaxis()
         axis.set_xlim(low, high)
         if log_scale:
-            axis.set_xscale("log")  # plain tick labels: mathtext is off (runtime.extras.pyplot), the default ones print as code
-            axis.xaxis.set_major_formatter("{x:.3g}"), axis.xaxis.set_minor_formatter("{x:.3g}")
+            axis.set_xscale("log")
+            plain_log_ticks(axis.xaxis)
         axis.set_xlabel(_label(task, metric), fontsize=8)
         axis.set_title(f"{task} {dataset} ({subset})", fontsize=9)
         axis.grid(axis="x", alpha=0.3)
@@ -128,7 +128,7 @@ def _bar_plot(task: str, metric: str, chosen: Sequence[Record], colours: dict[st
     axis.set_ylim(low, high + (high - low) * (0.25 if len(methods) > 2 else 0))
     if log_scale:
         axis.set_yscale("log")
-        axis.yaxis.set_major_formatter("{x:.3g}"), axis.yaxis.set_minor_formatter("{x:.3g}")
+        plain_log_ticks(axis.yaxis)
     axis.set_ylabel(_label(task, metric), fontsize=8)
     axis.set_title(f"{task}: {metric}", fontsize=9)
     axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars
@@ -210,11 +210,13 @@ def _html_table(records: Sequence[Record], colours: dict[str, str], ties: dict |
     one is bold (ties alike); ``ties`` (key → ``tied``, :func:`~embedlab.results.comparison.tie_marks`) shades the rest."""
     header, body = pivot_cells(records)
     methods, rows = pivot(records)
-    heads = [f"<th>{_swatch(h, colours)}{html.escape(h)}</th>" if 4 <= k < 4 + len(methods) else f"<th>{html.escape(h)}</th>"
+    first = len(header) - len(methods) - 1  # the method columns follow task … metric (and settings, when shown)
+    heads = [f"<th>{_swatch(h, colours)}{html.escape(h)}</th>" if first <= k < first + len(methods) else f"<th>{html.escape(h)}</th>"
              for k, h in enumerate(header)]
     out = ["<table><thead><tr>" + "".join(heads) + "</tr></thead><tbody>"]
-    for cells, ((task, dataset, subset, metric), by_method) in zip(body, rows):
-        shown = {m: cells[4 + k] for k, m in enumerate(methods) if m in by_method and not math.isnan(by_method[m].value)}
+    for cells, (key, by_method) in zip(body, rows):
+        task, dataset, subset, metric = key[:4]
+        shown = {m: cells[first + k] for k, m in enumerate(methods) if m in by_method and not math.isnan(by_method[m].value)}
         better = metric_of(task, metric).better
         best: set[str] = set()
         if len(shown) > 1 and better:
@@ -226,9 +228,9 @@ def _html_table(records: Sequence[Record], colours: dict[str, str], ties: dict |
                 best = set()  # everyone equal: nothing stands out
         tds = []
         for k, cell in enumerate(cells):
-            is_best = 4 <= k < 4 + len(methods) and methods[k - 4] in best
-            tied = 4 <= k < 4 + len(methods) and (ties or {}).get((methods[k - 4], task, dataset, subset, metric)) == "tied"
-            klass = ' class="best"' if is_best else (' class="tied"' if tied else (' class="num"' if k >= 4 else ""))
+            method = methods[k - first] if first <= k < first + len(methods) else None
+            is_best, tied = method in best, (ties or {}).get((method, task, dataset, subset, metric)) == "tied"
+            klass = ' class="best"' if is_best else (' class="tied"' if tied else (' class="num"' if k >= first else ""))
             tds.append(f"<td{klass}>{html.escape(cell)}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
@@ -296,8 +298,9 @@ def _alignsim_section(records: Sequence[Record], provenance: Provenance, colours
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
-table { border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.8em; }
+table { border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.8em; max-width: 100%; } /* wraps, never wider */
 th, td { border: 1px solid #ccc; padding: 3px 8px; } th { background: #f3f3f3; text-align: left; }
+th:has(.swatch), td { overflow-wrap: anywhere; } /* a long spec or file name breaks anywhere; plain headers stay whole */
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.best { text-align: right; font-weight: bold; background: #e6f4e6; font-variant-numeric: tabular-nums; }
 td.tied { text-align: right; background: #f1f8f1; font-style: italic; font-variant-numeric: tabular-nums; }
@@ -340,9 +343,12 @@ def _provenance_section(records: Sequence[Record], provenance: Provenance, colou
 
 
 def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation report",
-                provenance: Provenance | None = None, ties: dict | None = None) -> str:
-    """One self-contained HTML page: provenance, then a section per task with its plots and table."""
-    records = list(records)
+                provenance: Provenance | None = None, ties: dict | None = None, against_best: dict | None = None) -> str:
+    """One self-contained HTML page: provenance, then a section per task with its plots and table. ``against_best``
+    (:func:`~embedlab.results.comparison.best_per_group`) adds each task's difference-from-the-best and cost charts
+    and gives the tie marks when ``ties`` is not given."""
+    records, against_best = list(records), against_best or {}
+    ties = ties if ties is not None else marks_of(against_best)
     provenance = provenance or Provenance()
     colours = method_colours(methods_of(records))
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -358,7 +364,8 @@ def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation 
         parts.append(f"<h2>{html.escape(task)}</h2>")
         if family is not None and family.description:
             parts.append(f"<p class='meta'>{html.escape(family.description)}</p>")
-        headlines = [r for r in headline_records(task_records) if not math.isnan(r.value)]
+        headlines = [replace(r, subset=f"{r.subset} {compact_settings(r.settings)}") if r.settings else r  # a group's own bars
+                     for r in headline_records(task_records) if not math.isnan(r.value)]
         if task != "alignsim":
             for metric in dict.fromkeys(r.metric for r in headlines):
                 chosen = [r for r in headlines if r.metric == metric]
@@ -366,6 +373,7 @@ def html_report(records: Sequence[Record], *, title: str = "embedlab evaluation 
                 curve = _layer_plot(task, metric, chosen, sweeps) if sweeps else None
                 if curve:
                     parts.append(img_tag(curve, f"{task} {metric} by layer"))
+        parts += decision_section({key: group for key, group in against_best.items() if key[0] == task}, colours)
         if task == "alignment":
             scatter = _alignment_plot(task_records, colours)
             if scatter:

@@ -12,7 +12,7 @@ import html
 from collections.abc import Sequence
 
 from embedlab.evaluation.records import Record
-from embedlab.results.figures import img_tag, png_base64
+from embedlab.results.figures import img_tag, plain_log_ticks, png_base64
 from embedlab.runtime.extras import pyplot
 
 CURVE_MEASURES = ("ndcg", "recall")
@@ -40,22 +40,28 @@ def curve_figures(records: Sequence[Record], colours: dict[str, str]) -> list[tu
                 points.setdefault((parsed[0], record.method, record.subset), []).append((parsed[1], record.value))
         if not points:
             continue
+        order = {method: index for index, method in enumerate(colours)}  # the report's one method order
+        lines = sorted(points, key=lambda line: (line[2] != "all", order.get(line[1], len(order)), line[2]))
         figure, axes = plt.subplots(1, len(CURVE_MEASURES), figsize=(9.0, 3.2))
         for axis, measure in zip(axes, CURVE_MEASURES):
-            for (name, method, subset), values in points.items():
+            for name, method, subset in lines:
                 if name != measure:
                     continue
-                cutoffs, scores = zip(*sorted(values))
+                cutoffs, scores = zip(*sorted(points[(name, method, subset)]))
                 label = method if subset == "all" else f"{method} → {subset.removeprefix('rerank:')}"
                 axis.plot(cutoffs, scores, marker="o", markersize=3, color=colours.get(method, "#444444"),
                           linestyle="-" if subset == "all" else "--", label=label)
             axis.set_xscale("log")
+            axis.set_xticks(sorted({k for line in lines if line[0] == measure for k, _ in points[line]}))
+            plain_log_ticks(axis.xaxis, minor=False)  # the cut-offs themselves, printed plainly
             axis.set_xlabel("k (log scale)", fontsize=8)
             axis.set_ylabel(f"{measure}@k (fraction 0–1)", fontsize=8)
             axis.set_title(f"retrieval {dataset}: {measure}@k", fontsize=9)
             axis.grid(alpha=0.3)
-        axes[-1].legend(fontsize=6, loc="lower right", frameon=False)
         figure.tight_layout()
+        # beside the plots, never over the curves (the figure is saved with its bounding box around the legend)
+        lines = {label: line for axis in axes for line, label in zip(*axis.get_legend_handles_labels())}  # either panel's
+        axes[-1].legend(lines.values(), lines.keys(), fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
         figures.append((figure, f"retrieval {dataset} nDCG@k and recall@k by method"))
     return figures
 

@@ -117,13 +117,14 @@ def methods_of(records: Iterable[Record]) -> list[str]:
     return list(dict.fromkeys(r.method for r in records))
 
 
-def pivot(records: Sequence[Record]) -> tuple[list[str], list[tuple[tuple[str, str, str, str], dict[str, Record]]]]:
-    """(methods, rows): one row per (task, dataset, subset, metric), one column per method, in input order.
-    Records of one settings group only (:func:`pivot_cells` keys its rows by settings too)."""
-    methods = methods_of(records)
-    rows: dict[tuple[str, str, str, str], dict[str, Record]] = {}
+def pivot(records: Sequence[Record]) -> tuple[list[str], list[tuple[tuple[str, ...], dict[str, Record]]]]:
+    """(methods, rows): one row per (task, dataset, subset, metric), plus its compact settings when any record has
+    non-default ones (each settings group its own rows), one column per method, in input order."""
+    methods, shown = methods_of(records), has_settings(records)
+    rows: dict[tuple[str, ...], dict[str, Record]] = {}
     for record in records:
-        rows.setdefault((record.task, record.dataset, record.subset, record.metric), {})[record.method] = record
+        key = (record.task, record.dataset, record.subset, record.metric) + ((compact_settings(record.settings),) if shown else ())
+        rows.setdefault(key, {})[record.method] = record
     return methods, list(rows.items())
 
 
@@ -135,14 +136,10 @@ def has_settings(records: Iterable[Record]) -> bool:
 def pivot_cells(records: Sequence[Record]) -> tuple[list[str], list[list[str]]]:
     """Header and formatted cells of the pivot: task, dataset, subset, metric, (settings, when any record has
     non-default ones: each settings group its own rows), one column per method, n."""
-    methods, shown = methods_of(records), has_settings(records)
-    rows: dict[tuple[str, ...], dict[str, Record]] = {}
-    for record in records:
-        key = (record.task, record.dataset, record.subset, record.metric) + ((compact_settings(record.settings),) if shown else ())
-        rows.setdefault(key, {})[record.method] = record
-    header = ["task", "dataset", "subset", "metric", *(["settings"] if shown else []), *methods, "n"]
+    methods, rows = pivot(records)
+    header = ["task", "dataset", "subset", "metric", *(["settings"] if has_settings(records) else []), *methods, "n"]
     body = []
-    for key, by_method in rows.items():
+    for key, by_method in rows:
         n = next(iter(by_method.values())).n
         values = [format_cell(by_method[m]) if m in by_method else "" for m in methods]
         body.append([*key, *values, f"{n:,}"])

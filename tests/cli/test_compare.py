@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes import FakeMethod, isolated_eval_cache, scored_pairs_file  # noqa: F401 (autouse fixture)
+from fakes import FakeMethod, beir_folder, isolated_eval_cache, scored_pairs_file  # noqa: F401 (autouse fixture)
 
 from embedlab.cli import evaluate as cli_eval
 from embedlab.cli.app import main
@@ -58,11 +58,8 @@ def test_one_method_is_refused(capsys) -> None:
 
 
 def test_compare_takes_evals_task_options_and_names_the_settings_group(tmp_path: Path, monkeypatch, capsys) -> None:
-    root = tmp_path / "beir"
-    (root / "qrels").mkdir(parents=True)
-    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": f"doc {i}"}) + "\n" for i in range(24)))
-    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": f"query {i}"}) + "\n" for i in range(12)))
-    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{2 * i}\t1\n" for i in range(12)))
+    root = beir_folder(tmp_path / "beir", {f"d{i}": f"doc {i}" for i in range(24)}, {f"q{i}": f"query {i}" for i in range(12)},
+                       [(f"q{i}", f"d{2 * i}", 1) for i in range(12)])
     monkeypatch.setattr(cli_eval, "load_method", lambda spec: FakeMethod(spec=spec, dim=4 if spec == "fake-a" else 6))
     db = tmp_path / "r.sqlite"
     base = ["compare", "fake-a", "fake-b", "--tasks", f"retrieval:@{root}", "--db", str(db), "--bootstrap", "50", "--metric"]

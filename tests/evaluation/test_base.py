@@ -9,8 +9,9 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 import embedlab
-from embedlab.evaluation.base import OwnModel, as_method
-from embedlab.evaluation.harness import evaluate
+from embedlab.evaluation.base import OwnModel, Task, as_method
+from embedlab.evaluation.harness import TASKS, evaluate
+from embedlab.evaluation.retrieval import RetrievalTask
 from embedlab.evaluation.sts import STSTask
 from embedlab.models.loading import resolve_model_path
 from tolerance import UNIT_ATOL
@@ -64,3 +65,14 @@ def test_every_declared_metric_has_a_unit_and_shares_are_fractions() -> None:
                 assert metric.unit == "fraction" and "%" not in metric.description, (task.name, name)
     with pytest.raises(ValueError, match="unknown metric unit 'percent'"):
         Metric("share", unit="percent")
+
+
+def test_every_task_declares_a_headline_metric_it_emits_with_a_direction() -> None:
+    assert Task.headline_metric is None  # the base class ranks nothing
+    for family in TASKS:
+        assert "headline_metric" in vars(family), family.name  # set on the task itself, not inherited
+        for dataset in family.datasets:
+            headline = family.headline_of(dataset)
+            declared = family.metric(headline)
+            assert declared.description and declared.better in ("higher", "lower"), (family.name, dataset, headline)
+    assert RetrievalTask.headline_metric == "ndcg@10"

@@ -85,3 +85,27 @@ def test_intervals_become_error_bars_and_ties_with_the_best_are_shaded() -> None
     row = [line for line in page.splitlines() if "<td>sts</td>" in line][0]
     assert '<td class="best">0.8200 [0.8000, 0.8300]</td>' in row and '<td class="tied">0.8100</td>' in row
     assert "statistically tied with the best" in page
+
+
+def test_a_settings_column_leaves_the_method_columns_and_their_marks_in_place() -> None:
+    # rows of non-default settings add a settings column before the methods (and each group its own rows)
+    records = [Record("a", "retrieval", "d", "all", "ndcg@10", 0.80, 20, settings={"k": "10"}),
+               Record("b", "retrieval", "d", "all", "ndcg@10", 0.70, 20, settings={"k": "10"}),
+               Record("a", "retrieval", "d", "all", "ndcg@10", 0.60, 20),
+               Record("b", "retrieval", "d", "all", "ndcg@10", 0.65, 20)]
+    page = html_report(records, ties={("b", "retrieval", "d", "all", "ndcg@10"): "tied"})
+    assert "<th>settings</th>" in page and "<td>k=10</td>" in page
+    assert '<td class="best">0.8000</td><td class="tied">0.7000</td>' in page  # a best, b shaded as tied
+    assert '<td class="num">0.6000</td><td class="best">0.6500</td>' in page  # the defaults' own row
+
+
+def test_each_settings_group_gets_bars_of_its_own(monkeypatch) -> None:
+    import embedlab.results.report as report
+
+    drawn = []
+    monkeypatch.setattr(report, "_bar_plot", lambda task, metric, chosen, colours: drawn.append(chosen) or "")
+    records = [Record("a", "retrieval", "d", "all", "ndcg@10", 0.80, 20, settings={"k": "10"}),
+               Record("a", "retrieval", "d", "all", "ndcg@10", 0.60, 20)]
+    html_report(records)
+    # two bars, labelled by their settings, instead of one bar per (dataset, subset, method) where one hides the other
+    assert sorted((r.subset, r.value) for r in drawn[0]) == [("all", 0.60), ("all k=10", 0.80)]

@@ -23,6 +23,7 @@ from fakes import isolated_eval_cache  # noqa: F401 (autouse fixture)
 from embedlab.cli.app import main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+VIEWPORT = 760  # CSS pixels: a laptop window beside an editor, narrower than the five-method tables' natural width
 METHODS = ("minilm", "minilm:post=normalize", "minilm:layers=1", "minilm:layers=2", "minilm:layers=3")
 
 # Runs in the page before anything else: collects error events, then the image states at load time.
@@ -34,7 +35,11 @@ window.addEventListener("load", () => {
   document.documentElement.setAttribute("data-probe", JSON.stringify({
     images: images.length,
     broken: images.filter((image) => !image.complete || image.naturalWidth === 0).map((image) => image.alt),
+    loaded: images.filter((image) => image.complete && image.naturalWidth > 0).map((image) => image.alt),
     errors: window.__errors,
+    viewport: document.documentElement.clientWidth,
+    page_width: document.documentElement.scrollWidth,
+    table_right: Math.max(...Array.from(document.querySelectorAll("table")).map((table) => table.getBoundingClientRect().right)),
   }));
 });
 </script>"""
@@ -73,7 +78,7 @@ def open_in_chromium(page: Path, browser: str) -> tuple[dict, str]:
     probed.write_text(page.read_text(encoding="utf-8").replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
     finished = subprocess.run(
         [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--enable-logging=stderr", "--v=0",
-         "--virtual-time-budget=15000", f"--user-data-dir={page.parent / 'chromium-profile'}", "--dump-dom", probed.as_uri()],
+         "--virtual-time-budget=15000", f"--window-size={VIEWPORT},900", f"--user-data-dir={page.parent / 'chromium-profile'}", "--dump-dom", probed.as_uri()],
         capture_output=True, text=True, timeout=180)
     assert finished.returncode == 0, finished.stderr[-2000:]
     found = re.search(r'data-probe="([^"]*)"', finished.stdout)
@@ -93,5 +98,13 @@ def test_report_loads_every_image_without_console_errors(tmp_path, sts_test_rows
     probe, log = open_in_chromium(page, browser)
     assert probe["images"] == text.count("data:image/png;base64,") >= 6  # bars and layer curves of 2 tasks, 2 histograms
     assert probe["broken"] == [] and probe["errors"] == []
+    # the answer to "is it better, and at what cost": per task, the paired difference chart and the cost scatter
+    for task in ("sts", "clustering"):
+        assert any(alt.startswith(f"{task} ") and "difference from the best with paired 95% intervals" in alt
+                   for alt in probe["loaded"]), task
+        assert any(alt.startswith(f"{task} ") and "quality against cost, Pareto front" in alt for alt in probe["loaded"]), task
+    # every table wraps within the window: nothing runs off the page, no sideways scrolling
+    assert probe["viewport"] <= VIEWPORT and probe["table_right"] <= probe["viewport"]
+    assert probe["page_width"] <= probe["viewport"]
     console = [line for line in log.splitlines() if "CONSOLE" in line]
     assert console == []

@@ -35,3 +35,19 @@ def test_rerank_table_shows_before_after_and_cost():
     assert rerank_table([r for r in records() if not r.subset.startswith("rerank")]) == ""
     page = html_report(records())
     assert page.count("retrieval qqp nDCG@k and recall@k by method") == 1 and "+0.0900" in page
+
+
+def test_cutoff_ticks_read_plainly_the_methods_keep_the_report_order_and_the_legend_sits_beside_the_curves():
+    import matplotlib.pyplot as plt
+
+    # the colours' order is the report's method order: st:mpnet first although its records come second
+    ((figure, _),) = curve_figures(records(), {"st:mpnet": "#ff7f0e", "minilm": "#1f77b4"})
+    figure.canvas.draw()
+    ndcg_axis, recall_axis = figure.axes
+    for axis in (ndcg_axis, recall_axis):
+        labels = [label.get_text() for label in axis.get_xticklabels() if label.get_text()]
+        assert labels == ["1", "10", "100"]  # not mathtext source such as $\mathdefault{10^{0}}$
+    assert [line.get_label() for line in ndcg_axis.lines] == ["st:mpnet", "minilm", "minilm → match:minilm@100"]
+    legend = recall_axis.get_legend().get_window_extent()
+    assert legend.x0 >= recall_axis.get_window_extent().x1  # beside the axes: it covers no curve
+    plt.close(figure)

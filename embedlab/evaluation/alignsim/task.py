@@ -165,7 +165,7 @@ class AlignSimTask(Task):
     datasets = ALL_DATASETS + (ADJUSTMENT,)
     options = ("seed", "perturbation", "criteria")
     needs_vectors = False
-    headline = "sim_diff_mean"
+    headline_metric = "sim_diff_mean"
     metrics = {
         "sim_pos_mean": Metric(f"C1: mean {_SIM} of paraphrase pairs", "", unit="similarity"),
         "sim_rnd_mean": Metric(f"C1: mean {_SIM} of random pairs", "lower", unit="similarity"),
@@ -208,8 +208,8 @@ class AlignSimTask(Task):
             raise InputError("the ALIGN-SIM adjustment factors are computed only with criterion 2 or 4")
 
     @classmethod
-    def headline_of(cls, dataset: str) -> str:
-        return {"afin": "sim_adjusted", ADJUSTMENT: "alpha"}.get(dataset, cls.headline)
+    def headline_of(cls, dataset: str) -> str | None:
+        return {"afin": "sim_adjusted", ADJUSTMENT: "alpha"}.get(dataset, cls.headline_metric)
 
     @classmethod
     def metric(cls, name: str) -> Metric:
