@@ -26,6 +26,7 @@ def run_choose(args: argparse.Namespace) -> int:
     from embedlab.results.choice import check_rankable, choose, format_choices
     from embedlab.results.comparison import best_per_group
     from embedlab.results.database import ResultsDB
+    from embedlab.results.metric_names import resolve_metric
     from embedlab.runtime.progress import status
     from embedlab.runtime.settings import bootstrap_resamples
 
@@ -33,15 +34,16 @@ def run_choose(args: argparse.Namespace) -> int:
     if resamples == 0:
         raise InputError("choose needs bootstrap resamples (its intervals and ties): --bootstrap must be at least 1")
     tasks = tasks_from_options(args, load_method)
-    check_rankable(tasks, args.metric)  # before any model is loaded
+    metric = resolve_metric(args.metric, set()) if args.metric else None  # other tools' names: NDCG@10, ndcg_cut_10 …
+    check_rankable(tasks, metric)  # before any model is loaded
     methods = [load_method(spec) for spec in args.specs]
     db = None if args.no_db else ResultsDB(args.db)
     run = evaluate(methods, tasks, db=db, force=args.force, seed=args.seed, bootstrap=resamples)
     groups = best_per_group(in_named_group(run.records, tasks), run_units(run, db), resamples=resamples, seed=args.seed,
-                            metric=args.metric, untested="keep")  # a metric without units still ranks, untested
+                            metric=metric, untested="keep")  # a metric without units still ranks, untested
     missing = [f"{t.name}/{t.dataset}" for t in tasks if not any(key[:2] == (t.name, t.dataset) for key in groups)]
     if missing:
-        raise InputError(f"no {args.metric or 'headline'} record for {', '.join(missing)} (every method skipped, or the "
+        raise InputError(f"no {metric or 'headline'} record for {', '.join(missing)} (every method skipped, or the "
                          "task options leave the metric out, e.g. --k without 10 for ndcg@10); give --metric")
     status(describe_named_settings(tasks))  # the settings group compared, as compare says it
     choices = choose(groups, settings=named_settings(tasks), within=args.within)

@@ -110,3 +110,8 @@ def test_choose_compares_the_settings_group_its_task_options_name(tmp_path: Path
     assert "k=1,10" in captured.err  # the status line says which group
     # nDCG@10 does not depend on the other cut-offs: both groups hold the same values
     assert [row["value"] for row in cut] == [row["value"] for row in defaults]
+    # other tools' name for the same metric (BEIR's NDCG@10, pytrec_eval's ndcg_cut_10) ranks on ndcg@10
+    for alias in ("NDCG@10", "ndcg_cut_10"):
+        assert main(argv + ["--metric", alias]) == 0
+        aliased = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert [(row["metric"], row["value"]) for row in aliased] == [(row["metric"], row["value"]) for row in defaults]
