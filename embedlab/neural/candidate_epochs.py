@@ -17,23 +17,22 @@ from embedlab.neural.candidates import (
     pad_candidates,
     residual_from_totals,
     residual_logit,
-    top_ids,
 )
 from embedlab.neural.device import chunking_for
 from embedlab.neural.frozen import FrozenFeatures
 from embedlab.neural.top import BatchedTop, DenseAt
+from embedlab.neural.vocabulary import softmax_terms
 
 
 def first_epoch_with_candidates(
-    top: BatchedTop, frozen: FrozenFeatures, dense_at: DenseAt, weights: torch.Tensor, tuned: list[torch.Tensor], count: int, position_budget: int
+    top: BatchedTop, frozen: FrozenFeatures, dense_at: DenseAt, weights: torch.Tensor, tuned: list[torch.Tensor], count: int, position_budget: int,
+    lowered: torch.Tensor | None = None,
 ) -> tuple[list[torch.Tensor], GroupCandidates]:
     """Epoch 1 exactly, keeping what the candidate epochs need (top-K ids, z₀, log-sum-exp, softmax mean).
 
     The decoder's backward is written out: ``∂CE/∂z = (Σ_v p_v·W_v − W_y)·weight``, whose first term is
-    the full softmax-weighted mean μ_all that the residual needs, so epoch 1 costs what an exact epoch does.
-    The softmax is taken in place in the logits buffer (one exponential per logit, no second
-    vocabulary-sized buffer) once the top-K ids are read off, and normalised after the product with
-    the output embeddings, on (positions × hidden) values rather than (positions × vocabulary).
+    the full softmax-weighted mean μ_all that the residual needs, so epoch 1 costs what an exact epoch does
+    (:func:`~embedlab.neural.vocabulary.softmax_terms`; ``lowered``: its two vocabulary products in a lower compute).
     """
     grads = [torch.zeros_like(tensor) for tensor in tuned]
     first_z, normalisers, means, tops = [], [], [], []
@@ -41,21 +40,16 @@ def first_epoch_with_candidates(
         piece = slice(start, start + position_budget)
         owner = frozen.owner[piece]
         z = top.transformed(dense_at(piece, owner), owner)
+        ids, normaliser, mean = softmax_terms(z.detach(), top.decoder_weight, top.output_bias, lowered, count)
         with torch.no_grad():
-            logits = torch.nn.functional.linear(z, top.decoder_weight, top.output_bias)
-            tops.append(top_ids(logits, count))
-            highest = logits.amax(dim=-1, keepdim=True)
-            exponentials = logits.sub_(highest).exp_()
-            totals = exponentials.sum(dim=-1, keepdim=True)
-            mean = (exponentials @ top.decoder_weight) / totals
-            del logits, exponentials
             grad_z = (mean - top.decoder_weight[frozen.labels[piece]]) * weights[piece, None]
         piece_grads = torch.autograd.grad(z, tuned, grad_outputs=grad_z)
         for accumulated, grad in zip(grads, piece_grads):
             accumulated += grad
         first_z.append(z.detach())
-        normalisers.append((highest + totals.log()).squeeze(-1))
+        normalisers.append(normaliser)
         means.append(mean)
+        tops.append(ids)
     state = GroupCandidates(top, frozen, weights, torch.cat(tops), torch.cat(first_z), torch.cat(normalisers), torch.cat(means))
     return grads, state
 
