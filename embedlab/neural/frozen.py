@@ -8,6 +8,7 @@ carrying a loss are kept (neural-embeddings paper, Appendix B).
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -16,9 +17,10 @@ from embedlab.errors import InputError
 from embedlab.neural.device import forward_tokens_for, model_device
 from embedlab.neural.head import IGNORE_LABEL, MaskedLM
 from embedlab.neural.inputs import TextInputs, padded_inputs
-from embedlab.neural.vocabulary import forward_precision
+from embedlab.neural.vocabulary import forward_model
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.cache.hashing import cache_key
+from embedlab.runtime.streams import ordered_map, stream_count
 
 
 @dataclass
@@ -51,7 +53,7 @@ def frozen_features(
     ones no faster). A row's outputs then equal those of a forward of its text alone (measured bit for
     bit on the 200 benchmark texts), so a text's features never depend on its neighbours.
 
-    ``compute`` other than fp32 runs the forward under autocast in that dtype; the features are float32.
+    ``compute`` other than fp32 runs the forward on the model's copy in that dtype (:func:`~embedlab.neural.vocabulary.forward_model`); the features are float32.
     ``store`` (not with ``need_plain``): each text's features are read from it where present and written
     to it otherwise, keyed by :func:`feature_key` (never by the softmax or tuning options, which act after
     the features), so every neural spec with the same features pays the forward once.
@@ -91,11 +93,11 @@ def _forward_states(
     masked_lm: MaskedLM, group: list[TextInputs], block_mode: bool, need_plain: bool, token_budget: int | None, compute: str,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
     """Per text its features at the masked positions (float32), and with ``need_plain`` the unmasked chunks' (see :func:`frozen_features`)."""
-    model = masked_lm.model
+    model = forward_model(masked_lm, compute)
     layout = masked_lm.layout
     device = model_device(model)
     token_budget = token_budget if token_budget is not None else forward_tokens_for(device)
-    captured: list[torch.Tensor] = []
+    captured = _Captured()
     hook = None
     if block_mode or need_plain:
         if layout is not None and not layout.block_batched:
@@ -104,10 +106,16 @@ def _forward_states(
         hook = norm.register_forward_pre_hook(lambda module, args: captured.append(args[0].detach().float()))
 
     def forward(ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
-        with forward_precision(device, compute):
-            if layout is None:
-                return model.bert(input_ids=ids, attention_mask=attention).last_hidden_state.float()
-            return layout.features(model, ids, attention).float()
+        if layout is None:
+            return model.bert(input_ids=ids, attention_mask=attention).last_hidden_state.float()
+        return layout.features(model, ids, attention).float()
+
+    def masked_states(staged_batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        ids, attention, masked = staged_batch
+        captured.clear()
+        hidden = forward(ids, attention)
+        rows = captured[-1] if block_mode else hidden
+        return rows.reshape(-1, rows.shape[-1]).index_select(0, masked)  # the batch's masked positions, text by text
 
     states: list[torch.Tensor] = [torch.empty(0)] * len(group)
     plain, plain_masks = [], []
@@ -115,11 +123,8 @@ def _forward_states(
     staged = _StagedBatches(group, batches, device)
     try:
         with torch.inference_mode():
-            for batch, (ids, attention, masked) in zip(batches, staged):
-                captured.clear()
-                hidden = forward(ids, attention)
-                rows = captured[-1] if block_mode else hidden
-                selected = rows.reshape(-1, rows.shape[-1]).index_select(0, masked)  # the batch's masked positions, text by text
+            # one batch per core (runtime/streams.py): the same numbers as one thread, no barrier between small ops
+            for batch, selected in zip(batches, ordered_map(masked_states, staged, stream_count(device))):
                 for index, text_states in zip(batch, selected.split([group[index].masked_positions for index in batch])):
                     states[index] = text_states
             if need_plain:
@@ -130,7 +135,23 @@ def _forward_states(
     return states, plain, plain_masks
 
 
-def _plain_features(masked_lm: MaskedLM, group: list[TextInputs], forward, captured: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+class _Captured(threading.local):
+    """The block-norm inputs a forward hook captured, per thread (each stream's forward reads its own)."""
+
+    def __init__(self) -> None:
+        self.items: list[torch.Tensor] = []
+
+    def append(self, item: torch.Tensor) -> None:
+        self.items.append(item)
+
+    def clear(self) -> None:
+        self.items.clear()
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return self.items[index]
+
+
+def _plain_features(masked_lm: MaskedLM, group: list[TextInputs], forward, captured: _Captured) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Per text: the last block's pre-LayerNorm sums over its unmasked chunks, and their attention masks
     (the hidden-layer variants' inputs, Appendix G)."""
     device = model_device(masked_lm.model)

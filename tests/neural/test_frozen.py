@@ -62,3 +62,25 @@ def test_bf16_stays_within_the_budget_of_fp32(masked_minilm, sentences, isolated
     agreement = cosines(fp32, bf16)
     assert agreement.min() > 0.99 and not np.array_equal(fp32, bf16)  # the documented budget; it did run in bf16
     assert forwarded == [3, 3]  # a compute's features are its own
+
+
+@pytest.mark.parametrize("block_mode", [False, True])
+def test_forward_batches_run_one_per_core_with_one_threads_numbers(masked_minilm, sentences, monkeypatch, block_mode) -> None:
+    import torch
+
+    from embedlab.neural.inputs import BLUEPRINTS, text_inputs
+
+    group = [text_inputs(text, masked_minilm.tokenizer, masked_minilm.max_length, BLUEPRINTS, "t") for text in sentences]
+    streams: list[int] = []
+    original = frozen.ordered_map
+    monkeypatch.setattr(frozen, "ordered_map", lambda work, items, count: streams.append(count) or original(work, items, count))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        alone = frozen.frozen_features(masked_minilm, group, block_mode, need_plain=False).features
+        torch.set_num_threads(2)
+        together = frozen.frozen_features(masked_minilm, group, block_mode, need_plain=False).features
+    finally:
+        torch.set_num_threads(threads)
+    assert streams == [1, 2]  # three texts of three lengths: three batches, two at a time on two threads
+    assert torch.equal(alone, together)  # bit for bit: an op's result does not depend on the threads computing it
