@@ -50,7 +50,8 @@ def first_epoch_with_candidates(
         normalisers.append(normaliser)
         means.append(mean)
         tops.append(ids)
-    state = GroupCandidates(top, frozen, weights, torch.cat(tops), torch.cat(first_z), torch.cat(normalisers), torch.cat(means))
+    state = GroupCandidates(top, frozen, weights, torch.cat(tops), torch.cat(first_z), torch.cat(normalisers), torch.cat(means),
+                            lowered.dtype if lowered is not None else None)
     return grads, state
 
 
@@ -70,6 +71,7 @@ class CandidateChunk:
     z0: torch.Tensor  # (T, P, H) epoch-1 decoder inputs
     residual: torch.Tensor  # (T, P) R₀
     mean: torch.Tensor  # (T, P, H) μ₀
+    lowered_weight: torch.Tensor | None = None  # ``weight`` in a lower compute (dtype=bf16|fp16): the epochs' logits products read it
 
 
 def chunk_texts(positions: Sequence[int], sizes: Sequence[int], hidden: int, padding_slack: float = 1.25, chunk_values: int = 1 << 24) -> list[list[int]]:
@@ -109,7 +111,7 @@ class GroupCandidates:
 
     def __init__(
         self, top: BatchedTop, frozen: FrozenFeatures, weights: torch.Tensor, tops: torch.Tensor, z0: torch.Tensor,
-        normalisers: torch.Tensor, means: torch.Tensor,
+        normalisers: torch.Tensor, means: torch.Tensor, lowered: torch.dtype | None = None,
     ) -> None:
         # built once after epoch 1: the sizes read back here (.tolist) are its only host round trips
         device = frozen.owner.device
@@ -117,6 +119,9 @@ class GroupCandidates:
         sets, targets = candidate_sets(tops, frozen.labels, frozen.owner, top.texts)
         groups = chunk_texts([len(positions) for positions in positions_of], [len(ids) for ids in sets], top.decoder_weight.shape[1], *chunking_for(device))
         self.chunks = [self._chunk(texts, sets, targets, positions_of, top, weights, z0, normalisers, means) for texts in groups]
+        if lowered is not None:
+            for chunk in self.chunks:
+                chunk.lowered_weight = chunk.weight.to(lowered)
 
     @staticmethod
     def _chunk(
@@ -145,7 +150,10 @@ class GroupCandidates:
         grads = [torch.zeros_like(tensor) for tensor in tuned]
         for chunk in self.chunks:
             z = top.transformed(dense_at(chunk.positions, chunk.texts), chunk.texts)
-            logits = torch.baddbmm(chunk.bias.unsqueeze(1), z, chunk.weight.transpose(1, 2))
+            if chunk.lowered_weight is None:
+                logits = torch.baddbmm(chunk.bias.unsqueeze(1), z, chunk.weight.transpose(1, 2))
+            else:  # the product in the lower compute, its result (and the gradient it passes back to z) float32 at once
+                logits = torch.bmm(z.to(chunk.lowered_weight.dtype), chunk.lowered_weight.transpose(1, 2)).float() + chunk.bias.unsqueeze(1)
             losses = candidate_cross_entropy(logits, residual_logit(z, chunk.z0, chunk.residual, chunk.mean), chunk.targets)
             chunk_grads = torch.autograd.grad((losses * chunk.weights).sum(), tuned)
             for accumulated, grad in zip(grads, chunk_grads):
