@@ -29,8 +29,8 @@ def forwarded(monkeypatch):
 def test_specs_differing_after_the_features_share_one_forward(masked_minilm, sentences, isolated_cache, forwarded) -> None:
     exact = NeuralEmbedder("minilm", {"epochs": "2"}).embed(sentences[:2])
     assert forwarded == [2]
-    candidates = NeuralEmbedder("minilm", {"epochs": "2", "softmax": "candidates", "lr": "0.02"}).embed(sentences[:2])
-    assert forwarded == [2]  # softmax= and lr= act after the features: no second forward
+    candidates = NeuralEmbedder("minilm", {"epochs": "2", "softmax": "candidates"}).embed(sentences[:2])
+    assert forwarded == [2]  # softmax= acts after the features: no second forward
     assert 0.99 < cosines(exact, candidates).min() < 1  # its own tuning, on the shared features
     alone = NeuralEmbedder("minilm", {"epochs": "2"}, use_cache=False).embed(sentences[:2])
     assert np.array_equal(alone, exact)  # features read back are the computed ones, bit for bit (float32 stored as is)
@@ -56,12 +56,12 @@ def test_lower_compute_needs_the_batched_path(masked_minilm, sentences) -> None:
 
 @needs_native_bf16
 def test_bf16_stays_within_the_budget_of_fp32(masked_minilm, sentences, isolated_cache, forwarded) -> None:
-    options = {"epochs": "3", "softmax": "candidates"}
-    fp32 = NeuralEmbedder("minilm", options).embed(sentences)
-    bf16 = NeuralEmbedder("minilm", {**options, "dtype": "bf16"}).embed(sentences)
+    options = {"epochs": "2", "softmax": "candidates"}
+    fp32 = NeuralEmbedder("minilm", options).embed(sentences[:2])
+    bf16 = NeuralEmbedder("minilm", {**options, "dtype": "bf16"}).embed(sentences[:2])
     agreement = cosines(fp32, bf16)
     assert agreement.min() > 0.99 and not np.array_equal(fp32, bf16)  # the documented budget; it did run in bf16
-    assert forwarded == [3, 3]  # a compute's features are its own
+    assert forwarded == [2, 2]  # a compute's features are its own
 
 
 @pytest.mark.parametrize("block_mode", [False, True])
