@@ -8,6 +8,12 @@ each path (analytic count of the work it does), and a plain matrix-multiply GFLO
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/bench_neural.py [--texts 200] [--threads 2]
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/bench_neural.py --compare candidates --candidates 64,256,1024
     HF_HUB_OFFLINE=1 python benchmarks/bench_neural.py --device cuda --texts 2000 --threads 2
+    HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/bench_neural.py --compare speed --texts 200 --block 50 [--device cuda]
+
+``--compare speed`` (:mod:`neural_speed`): exact fp32, exact bf16, candidates fp32 and candidates bf16 end to end
+(``embedlab.load(spec).encode``), each from an empty cache folder, interleaved block by block with exact fp32:
+texts/s, ratio to exact fp32, cosine min/mean to it, STS-B Spearman with a bootstrap interval, and what
+``dtype=auto`` measured here; with ``--device cuda`` the specs run there (CUDA autocast for bf16).
 
 ``--device cuda|cpu`` (``--compare device``): the batched exact and candidate-set paths on that device
 beside the CPU batched path on the same texts (texts/s, speed-up, cosine device vs CPU), and the
@@ -27,7 +33,8 @@ from dataclasses import replace
 
 import numpy as np
 import torch
-from _common import sts_test_pairs
+from _common import cpu_description, sts_test_pairs
+from neural_speed import compare_speed, print_speed
 
 from embedlab.evaluation.scoring import cosines
 from embedlab.neural.frozen import frozen_features
@@ -247,15 +254,29 @@ def main() -> None:
     parser.add_argument("--head", default="auto", help="auto (the shipped/own head), untrained, or a head file")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
-    parser.add_argument("--compare", choices=("reference", "candidates", "device"), default=None,
+    parser.add_argument("--compare", choices=("reference", "candidates", "device", "speed"), default=None,
                         help="reference: per-text reference vs batched; candidates: batched candidates vs batched exact; "
-                             "device: batched paths on --device vs on the CPU (the default when --device is given, else reference)")
+                             "device: batched paths on --device vs on the CPU (the default when --device is given, else reference); "
+                             "speed: exact/candidates x fp32/bf16 specs end to end from an empty cache, interleaved (on --device if given)")
     parser.add_argument("--device", default=None, help="--compare device: cuda, cuda:N or cpu (auto: CUDA where present)")
     parser.add_argument("--candidates", default="256", help="--compare candidates: comma-separated K values")
     parser.add_argument("--cpu-texts", type=int, default=None, help="--compare device: time the CPU path on the first N texts only")
     args = parser.parse_args()
     args.compare = args.compare or ("device" if args.device else "reference")
     torch.set_num_threads(args.threads)
+    print(f"CPU: {cpu_description()}; torch {torch.__version__}")
+    if args.compare == "speed":
+        texts = sts_test_sentences(args.texts)
+        print(f"{len(texts)} STS-B test sentences, blocks of {args.block or len(texts)}, torch threads {torch.get_num_threads()}, "
+              f"load average before: {os.getloadavg()}")
+        figures = compare_speed(texts, args.block or len(texts), args.device)
+        figures.update(load_average_after=os.getloadavg(), threads=torch.get_num_threads(), cpu=cpu_description(), torch=torch.__version__)
+        print_speed(figures)
+        print(f"load average after {figures['load_average_after']}")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as stream:
+                json.dump(figures, stream, indent=2)
+        return
     masked_lm = load_masked_lm(args.model, head=args.head)
     texts = sts_test_sentences(args.texts)
     options = NeuralOptions(tuple(resolve_parameter_names(args.params, masked_lm.num_layers, masked_lm.layout)), epochs=args.epochs)

@@ -1,4 +1,5 @@
-"""``embedlab cache info`` (where the cache is, its budget, what each kind of entry takes) and
+"""``embedlab cache info`` (where the cache is, its budget, what each kind of entry takes, what ``dtype=auto``
+measured on this machine) and
 ``embedlab cache clear [--kind K]`` (delete recomputable entries).
 
 Everything under the cache folder counts towards the budget (``EMBEDLAB_CACHE_MAX``); only recomputable
@@ -24,6 +25,7 @@ def _size(nbytes: int) -> str:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
+    from embedlab.models.compute_choice import stored_choices
     from embedlab.tokens.packs import indexed_entries
 
     root = cache_root(create=False)
@@ -34,6 +36,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"budget:   {_size(budget)} ({CACHE_MAX_VARIABLE}; least recently used entries are evicted beyond it)")
     print(f"used:     {_size(total)} ({100 * total / budget:.0f}% of the budget)" if budget else f"used:     {_size(total)}")
     print(f"layers:   {cache_layers()} ({CACHE_LAYERS_VARIABLE}: 'spec' keeps the layers a method reads, 'all' every layer)")
+    for choice in stored_choices():
+        timings = ", ".join(f"{compute} {seconds * 1000:.1f} ms" for compute, seconds in choice.seconds.items() if seconds == seconds)
+        print(f"dtype=auto: {choice.compute} for width {choice.hidden} on {choice.machine} ({choice.measured_at}; "
+              f"{timings or 'not timed'}; {choice.reason})")
     if not kinds:
         return 0
     print(f"\n{'kind':24s} {'size':>11s} {'files':>7s} {'entries':>8s}  evictable")

@@ -20,13 +20,13 @@ import logging
 import numpy as np
 
 from embedlab.errors import InputError
-from embedlab.models.loading import default_device
+from embedlab.models.loading import default_device, model_traits
 from embedlab.models.precision import resolve_compute
 from embedlab.spec import MethodSpec, Option, SpecError, whole_number
 
 DTYPE_OPTION = Option("fp32", ("fp32", "bf16", "fp16", "auto"),
-                      "compute dtype of the transformer: fp32 (exact), bf16, fp16, auto (bf16 where the CPU or GPU computes it "
-                      "natively, else fp32); enters the fingerprint")
+                      "compute dtype of the transformer: fp32 (exact), bf16, fp16, auto (the fastest native compute within the "
+                      "quality budget, measured once per machine; never slower than fp32); enters the fingerprint")
 QUANTIZE_OPTION = Option("none", ("none", "int8"), "int8: dynamic int8 linear layers (torch, CPU); not with dtype")
 COMPUTE_OPTIONS = {"dtype": DTYPE_OPTION, "quantize": QUANTIZE_OPTION}
 
@@ -52,12 +52,14 @@ def _option(spec: MethodSpec, key: str, default: str) -> str:
 
 
 def compute_of(spec: MethodSpec) -> str:
-    """The compute ``spec`` asks for, resolved on this machine (``auto`` → bf16 or fp32); fp32 for a family
+    """The compute ``spec`` asks for, resolved on this machine (``auto`` → the measured choice, :mod:`embedlab.models.compute_choice`); fp32 for a family
     without compute options. ``dtype`` with ``quantize=int8`` is refused: they are two ways to choose one."""
     dtype, quantize = _option(spec, "dtype", "fp32"), _option(spec, "quantize", "none")
     if quantize != "none" and dtype != "fp32":
         raise SpecError(f"{spec}: dtype={dtype} with quantize={quantize}: choose one (int8 quantises the fp32 model's linear layers)")
-    return resolve_compute(dtype, quantize, default_device())
+    traits = model_traits(spec.model) if dtype == "auto" and spec.model else None  # auto measures the model's own width
+    width = traits.width if traits is not None else None
+    return resolve_compute(dtype, quantize, default_device(), width)
 
 
 def output_options(spec: MethodSpec, precision: str | None = None, truncate_dim: int | None = None) -> tuple[str, int | None]:

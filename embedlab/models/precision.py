@@ -17,8 +17,8 @@ block stays in float too: its error reaches the output unattenuated (0.002 Spear
 
 bf16 is only fast where the CPU computes it natively (AVX-512 BF16 or AMX); elsewhere torch emulates it,
 several times slower than fp32. :func:`native_bf16` reads torch's CPU capability and the CPU flags; an
-explicit ``bf16`` there warns naming the missing flag, and ``auto`` picks bf16 only where it is native
-(on CUDA: where the GPU supports it).
+explicit ``bf16`` there warns naming the missing flag. Native is necessary, not sufficient (an Intel Xeon
+with AVX-512 BF16 encoded 0.72× its fp32), so ``auto`` measures (:mod:`embedlab.models.compute_choice`).
 """
 
 from __future__ import annotations
@@ -62,13 +62,16 @@ def native_bf16(device: torch.device | str = "cpu") -> bool:
     return capability.startswith("AVX512") and any(flag in cpu_flags() for flag in NATIVE_BF16_FLAGS)
 
 
-def resolve_compute(dtype: str, quantize: str, device: torch.device | str = "cpu") -> str:
-    """The compute a spec's ``dtype=`` and ``quantize=`` ask for on ``device``: ``auto`` becomes bf16 where
-    it is native and fp32 elsewhere; an explicit bf16 without native support warns (it runs, slowly)."""
+def resolve_compute(dtype: str, quantize: str, device: torch.device | str = "cpu", hidden: int | None = None) -> str:
+    """The compute a spec's ``dtype=`` and ``quantize=`` ask for on ``device``: ``auto`` becomes the fastest
+    native compute within the quality budget, measured once per machine on a workload of width ``hidden``
+    (:mod:`embedlab.models.compute_choice`); an explicit bf16 without native support warns (it runs, slowly)."""
     if quantize == "int8":
         return "int8"
     if dtype == "auto":
-        return "bf16" if native_bf16(device) else "fp32"
+        from embedlab.models.compute_choice import measured_compute  # it reads this module's flags at import
+
+        return measured_compute(device, hidden).compute
     if dtype == "bf16" and not native_bf16(device):
         missing = " or ".join(NATIVE_BF16_FLAGS)
         warnings.warn(f"dtype=bf16: this CPU has no native bf16 ({missing} missing from its flags, torch capability "

@@ -28,7 +28,9 @@ from embedlab.neural.head import MaskedLM
 from embedlab.neural.inputs import TextInputs
 from embedlab.neural.options import NeuralOptions, head_names
 from embedlab.neural.replay import ReplayedModule
+from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.neural.top import BatchedTop, DenseAt
+from embedlab.neural.vocabulary import lowered_decoder, softmax_terms
 
 # gradients of one epoch for the tensors ``wrt``, given where the head's dense pre-activation comes from
 EpochGradients = Callable[[DenseAt, list[torch.Tensor]], list[torch.Tensor]]
@@ -55,7 +57,8 @@ class BatchedRun:
 
 
 def micro_tune_batched(
-    masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int = CPU_POSITION_BUDGET, need_plain: bool = False
+    masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int = CPU_POSITION_BUDGET, need_plain: bool = False,
+    store: ArrayStore | None = None,
 ) -> BatchedRun:
     """Micro-tune every text of ``group`` at once; returns each text's weight changes (in ``options.params`` order).
 
@@ -73,19 +76,24 @@ def micro_tune_batched(
 
     Runs on the model's device (:mod:`~embedlab.neural.device`): the frozen features, labels, owners,
     blueprint inputs, per-text rows and AdamW state are all created there, and the epochs read nothing
-    back to the host; float32 products run at full precision (no TF32) throughout.
+    back to the host; float32 products run at full precision (no TF32) throughout. ``options.compute`` other
+    than fp32 runs the frozen forward and the vocabulary products in that dtype (:mod:`~embedlab.neural.vocabulary`).
+    ``store``: the frozen features are read from and written to it (:func:`~embedlab.neural.frozen.frozen_features`).
     """
     with full_float32():
-        return _micro_tune_batched(masked_lm, group, options, position_budget, need_plain)
+        return _micro_tune_batched(masked_lm, group, options, position_budget, need_plain, store)
 
 
-def _micro_tune_batched(masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int, need_plain: bool) -> BatchedRun:
+def _micro_tune_batched(
+    masked_lm: MaskedLM, group: list[TextInputs], options: NeuralOptions, position_budget: int, need_plain: bool, store: ArrayStore | None
+) -> BatchedRun:
     if not batched_supported(options.params, masked_lm.num_layers, masked_lm.layout):
         raise InputError(f"neural: the batched path does not cover params {list(options.params)}; use the reference path")
     top = BatchedTop(masked_lm, options.params, len(group))
     replayed = ReplayedModule(masked_lm, group, top.tuned, top.original, need_plain=need_plain) if top.replay else None
-    frozen = replayed.frozen if replayed is not None else frozen_features(masked_lm, group, top.block_mode, need_plain)
+    frozen = replayed.frozen if replayed is not None else frozen_features(masked_lm, group, top.block_mode, need_plain, compute=options.compute, store=store)
     weights = _loss_weights(frozen, len(group))
+    lowered = lowered_decoder(top.decoder_weight, options.compute)
     tuned = [top.tuned[name] for name in options.params]
     optimizer = BatchedAdamW(tuned, lr=options.learning_rate)
     candidates: GroupCandidates | None = None
@@ -96,8 +104,10 @@ def _micro_tune_batched(masked_lm: MaskedLM, group: list[TextInputs], options: N
         if candidates is not None:
             return candidates.gradients(top, dense_at, wrt)
         if options.softmax == "candidates":
-            grads, candidates = first_epoch_with_candidates(top, frozen, dense_at, weights, wrt, options.candidates, position_budget)
+            grads, candidates = first_epoch_with_candidates(top, frozen, dense_at, weights, wrt, options.candidates, position_budget, lowered)
             return grads
+        if lowered is not None:
+            return _lowered_exact_gradients(top, frozen, dense_at, weights, wrt, position_budget, lowered)
         return _exact_gradients(top, frozen, dense_at, weights, wrt, position_budget)
 
     try:
@@ -167,5 +177,24 @@ def _exact_gradients(top: BatchedTop, frozen: FrozenFeatures, dense_at: DenseAt,
         losses = torch.nn.functional.cross_entropy(logits, frozen.labels[piece], reduction="none")
         piece_grads = torch.autograd.grad((losses * weights[piece]).sum(), tuned)
         for accumulated, grad in zip(grads, piece_grads):
+            accumulated += grad
+    return grads
+
+
+def _lowered_exact_gradients(
+    top: BatchedTop, frozen: FrozenFeatures, dense_at: DenseAt, weights: torch.Tensor, tuned: list[torch.Tensor], position_budget: int,
+    lowered: torch.Tensor,
+) -> list[torch.Tensor]:
+    """:func:`_exact_gradients` with the two vocabulary products in a lower compute and the decoder's backward
+    written out (:mod:`~embedlab.neural.vocabulary`); the gradient through the head transform stays float32."""
+    grads = [torch.zeros_like(tensor) for tensor in tuned]
+    for start in range(0, len(frozen.labels), position_budget):
+        piece = slice(start, start + position_budget)
+        owner = frozen.owner[piece]
+        z = top.transformed(dense_at(piece, owner), owner)
+        _, _, mean = softmax_terms(z.detach(), top.decoder_weight, top.output_bias, lowered)
+        with torch.no_grad():
+            grad_z = (mean - top.decoder_weight[frozen.labels[piece]]) * weights[piece, None]
+        for accumulated, grad in zip(grads, torch.autograd.grad(z, tuned, grad_outputs=grad_z)):
             accumulated += grad
     return grads

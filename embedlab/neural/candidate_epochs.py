@@ -17,23 +17,22 @@ from embedlab.neural.candidates import (
     pad_candidates,
     residual_from_totals,
     residual_logit,
-    top_ids,
 )
 from embedlab.neural.device import chunking_for
 from embedlab.neural.frozen import FrozenFeatures
 from embedlab.neural.top import BatchedTop, DenseAt
+from embedlab.neural.vocabulary import softmax_terms
 
 
 def first_epoch_with_candidates(
-    top: BatchedTop, frozen: FrozenFeatures, dense_at: DenseAt, weights: torch.Tensor, tuned: list[torch.Tensor], count: int, position_budget: int
+    top: BatchedTop, frozen: FrozenFeatures, dense_at: DenseAt, weights: torch.Tensor, tuned: list[torch.Tensor], count: int, position_budget: int,
+    lowered: torch.Tensor | None = None,
 ) -> tuple[list[torch.Tensor], GroupCandidates]:
     """Epoch 1 exactly, keeping what the candidate epochs need (top-K ids, z₀, log-sum-exp, softmax mean).
 
     The decoder's backward is written out: ``∂CE/∂z = (Σ_v p_v·W_v − W_y)·weight``, whose first term is
-    the full softmax-weighted mean μ_all that the residual needs, so epoch 1 costs what an exact epoch does.
-    The softmax is taken in place in the logits buffer (one exponential per logit, no second
-    vocabulary-sized buffer) once the top-K ids are read off, and normalised after the product with
-    the output embeddings, on (positions × hidden) values rather than (positions × vocabulary).
+    the full softmax-weighted mean μ_all that the residual needs, so epoch 1 costs what an exact epoch does
+    (:func:`~embedlab.neural.vocabulary.softmax_terms`; ``lowered``: its two vocabulary products in a lower compute).
     """
     grads = [torch.zeros_like(tensor) for tensor in tuned]
     first_z, normalisers, means, tops = [], [], [], []
@@ -41,22 +40,18 @@ def first_epoch_with_candidates(
         piece = slice(start, start + position_budget)
         owner = frozen.owner[piece]
         z = top.transformed(dense_at(piece, owner), owner)
+        ids, normaliser, mean = softmax_terms(z.detach(), top.decoder_weight, top.output_bias, lowered, count)
         with torch.no_grad():
-            logits = torch.nn.functional.linear(z, top.decoder_weight, top.output_bias)
-            tops.append(top_ids(logits, count))
-            highest = logits.amax(dim=-1, keepdim=True)
-            exponentials = logits.sub_(highest).exp_()
-            totals = exponentials.sum(dim=-1, keepdim=True)
-            mean = (exponentials @ top.decoder_weight) / totals
-            del logits, exponentials
             grad_z = (mean - top.decoder_weight[frozen.labels[piece]]) * weights[piece, None]
         piece_grads = torch.autograd.grad(z, tuned, grad_outputs=grad_z)
         for accumulated, grad in zip(grads, piece_grads):
             accumulated += grad
         first_z.append(z.detach())
-        normalisers.append((highest + totals.log()).squeeze(-1))
+        normalisers.append(normaliser)
         means.append(mean)
-    state = GroupCandidates(top, frozen, weights, torch.cat(tops), torch.cat(first_z), torch.cat(normalisers), torch.cat(means))
+        tops.append(ids)
+    state = GroupCandidates(top, frozen, weights, torch.cat(tops), torch.cat(first_z), torch.cat(normalisers), torch.cat(means),
+                            lowered.dtype if lowered is not None else None)
     return grads, state
 
 
@@ -76,6 +71,7 @@ class CandidateChunk:
     z0: torch.Tensor  # (T, P, H) epoch-1 decoder inputs
     residual: torch.Tensor  # (T, P) R₀
     mean: torch.Tensor  # (T, P, H) μ₀
+    lowered_weight: torch.Tensor | None = None  # ``weight`` in a lower compute (dtype=bf16|fp16): the epochs' logits products read it
 
 
 def chunk_texts(positions: Sequence[int], sizes: Sequence[int], hidden: int, padding_slack: float = 1.25, chunk_values: int = 1 << 24) -> list[list[int]]:
@@ -115,7 +111,7 @@ class GroupCandidates:
 
     def __init__(
         self, top: BatchedTop, frozen: FrozenFeatures, weights: torch.Tensor, tops: torch.Tensor, z0: torch.Tensor,
-        normalisers: torch.Tensor, means: torch.Tensor,
+        normalisers: torch.Tensor, means: torch.Tensor, lowered: torch.dtype | None = None,
     ) -> None:
         # built once after epoch 1: the sizes read back here (.tolist) are its only host round trips
         device = frozen.owner.device
@@ -123,6 +119,9 @@ class GroupCandidates:
         sets, targets = candidate_sets(tops, frozen.labels, frozen.owner, top.texts)
         groups = chunk_texts([len(positions) for positions in positions_of], [len(ids) for ids in sets], top.decoder_weight.shape[1], *chunking_for(device))
         self.chunks = [self._chunk(texts, sets, targets, positions_of, top, weights, z0, normalisers, means) for texts in groups]
+        if lowered is not None:
+            for chunk in self.chunks:
+                chunk.lowered_weight = chunk.weight.to(lowered)
 
     @staticmethod
     def _chunk(
@@ -151,7 +150,10 @@ class GroupCandidates:
         grads = [torch.zeros_like(tensor) for tensor in tuned]
         for chunk in self.chunks:
             z = top.transformed(dense_at(chunk.positions, chunk.texts), chunk.texts)
-            logits = torch.baddbmm(chunk.bias.unsqueeze(1), z, chunk.weight.transpose(1, 2))
+            if chunk.lowered_weight is None:
+                logits = torch.baddbmm(chunk.bias.unsqueeze(1), z, chunk.weight.transpose(1, 2))
+            else:  # the product in the lower compute, its result (and the gradient it passes back to z) float32 at once
+                logits = torch.bmm(z.to(chunk.lowered_weight.dtype), chunk.lowered_weight.transpose(1, 2)).float() + chunk.bias.unsqueeze(1)
             losses = candidate_cross_entropy(logits, residual_logit(z, chunk.z0, chunk.residual, chunk.mean), chunk.targets)
             chunk_grads = torch.autograd.grad((losses * chunk.weights).sum(), tuned)
             for accumulated, grad in zip(grads, chunk_grads):

@@ -10,6 +10,7 @@ Examples::
     neural:minilm,skip-layer=2                 # Appendix C.1 ablation Neural-L2
     neural:minilm,skip-blueprint=1             # Appendix C.2 ablation Neural-B1
     neural:minilm,softmax=candidates           # epoch 1 exact, then candidate sets (K=256): cheaper, near-exact
+    neural:minilm,softmax=candidates,dtype=bf16  # the fastest on a CPU with native bf16 (docs/neural.md, "Choosing a speed")
     neural:minilm+minilm                       # Appendix H: normalised concatenation (the spec parser's '+')
     neural:minilm,device=cuda,memory=8GB       # the batched path on a GPU, groups planned for 8 GB
 
@@ -18,7 +19,11 @@ micro-tuning paths (:mod:`~embedlab.neural.reference`, :mod:`~embedlab.neural.ba
 off a run (:mod:`~embedlab.neural.variants`). Embeddings are cached per text in the runtime's
 ``ArrayStore("neural")`` (checksummed), keyed by the model fingerprint, the head hash, the options, the
 path and the text, so reruns never micro-tune a text twice. A run that tunes the last block caches the
-neural embedding and all six hidden-layer variants of its texts at once.
+neural embedding and all six hidden-layer variants of its texts at once. The batched path's frozen
+features are cached per text too (``ArrayStore("neural_frozen")``, :func:`~embedlab.neural.frozen.feature_key`),
+so specs that differ only in what acts after them (``softmax=``, ``epochs=``, ``lr=``, the head's tuned
+vectors …) run the frozen forward once between them. ``dtype=bf16`` runs that forward and the
+vocabulary-wide products in bf16 (:mod:`~embedlab.neural.vocabulary`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import torch
 from embedlab.errors import InputError
 from embedlab.methods.base import Family, VectorMethod
 from embedlab.methods.precision import OUTPUT_OPTIONS
+from embedlab.models.precision import fingerprint_suffix, resolve_compute
 from embedlab.neural.batched import batched_supported
 from embedlab.neural.candidates import SOFTMAX_MODES
 from embedlab.neural.device import DEVICES_HELP, check_device, check_memory, resolve_device
@@ -81,6 +87,10 @@ NEURAL_OPTIONS: dict[str, Option] = {
     "candidates": Option("256", help="softmax=candidates: top-K tokens per masked position (from epoch 1) forming a text's candidate set",
                          validate=whole_number(1)),
     "device": Option("auto", help=f"where the batched path runs: {DEVICES_HELP} (the reference path runs on the CPU)", validate=check_device),
+    "dtype": Option("fp32", ("fp32", "bf16", "fp16", "auto"),
+                    help="compute of the frozen forward and the vocabulary-wide products of micro-tuning: fp32 (exact), bf16, fp16, auto "
+                         "(the fastest native compute, measured once per machine); tuned vectors, AdamW state and weight changes stay "
+                         "float32; batched path only; enters the fingerprint"),
     "memory": Option("auto", help="memory a batched group plans for: auto (CUDA: half the free device memory; CPU: the default group "
                      "size) or a size such as 512MB or 2GB; a group that still runs out is split in half and retried", validate=check_memory),
 }
@@ -101,6 +111,7 @@ class NeuralEmbedder:
         self.model_name = model
         self.use_cache = use_cache
         self.store = ArrayStore("neural")
+        self.feature_store = ArrayStore("neural_frozen")  # frozen features, shared by every spec with the same ones
         self._masked_lm: MaskedLM | None = None
         self._options: NeuralOptions | None = None
 
@@ -143,7 +154,17 @@ class NeuralEmbedder:
             seed=int(values["seed"]),
             softmax=values["softmax"],
             candidates=int(values["candidates"]),
+            compute=self.compute,
         )
+
+    @property
+    def compute(self) -> str:
+        """The resolved ``dtype=``: ``auto`` is measured on the batched path's device (:mod:`embedlab.models.compute_choice`);
+        the reference path computes in fp32, so there ``auto`` is fp32."""
+        dtype = self.values["dtype"]
+        if dtype == "auto" and self.values["path"] == "reference":
+            return "fp32"
+        return resolve_compute(dtype, "none", resolve_device(self.values["device"]), self.masked_lm.hidden_size)
 
     @property
     def path(self) -> str:
@@ -211,7 +232,7 @@ class NeuralEmbedder:
                     piece = missing[start : start + CACHE_SLICE]
                     vectors = embed_texts_variants(
                         self.tuning_lm, piece, self.options, variants, path=self.path, progress=bar.update, indices=[first_index[text] for text in piece],
-                        memory=self.values["memory"],
+                        memory=self.values["memory"], feature_store=self.feature_store if self.use_cache else None,
                     )
                     for row, text in enumerate(piece):
                         found[text] = vectors[own][row]
@@ -234,7 +255,7 @@ class NeuralMethod(VectorMethod):
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.embedder.masked_lm.fingerprint}-{self.embedder.masked_lm.head_hash}"
+        return f"{self.embedder.masked_lm.fingerprint}-{self.embedder.masked_lm.head_hash}{fingerprint_suffix(self.embedder.options.compute)}"
 
     @property
     def dimension(self) -> int:

@@ -7,6 +7,8 @@ carrying a loss are kept (neural-embeddings paper, Appendix B).
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -15,6 +17,10 @@ from embedlab.errors import InputError
 from embedlab.neural.device import forward_tokens_for, model_device
 from embedlab.neural.head import IGNORE_LABEL, MaskedLM
 from embedlab.neural.inputs import TextInputs, padded_inputs
+from embedlab.neural.vocabulary import forward_model
+from embedlab.runtime.cache.arrays import ArrayStore
+from embedlab.runtime.cache.hashing import cache_key
+from embedlab.runtime.streams import ordered_map, stream_count
 
 
 @dataclass
@@ -29,7 +35,10 @@ class FrozenFeatures:
     multiplicity: torch.Tensor | None = None  # (positions,) loss weight of each position (causal LMs: rows selecting it); None = 1
 
 
-def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bool, need_plain: bool, token_budget: int | None = None) -> FrozenFeatures:
+def frozen_features(
+    masked_lm: MaskedLM, group: list[TextInputs], block_mode: bool, need_plain: bool, token_budget: int | None = None,
+    compute: str = "fp32", store: ArrayStore | None = None,
+) -> FrozenFeatures:
     """Run the frozen model over the texts' rows and keep the masked positions, in text order.
 
     In block mode the input of the last block's output LayerNorm is captured (dense(FFN) + bias +
@@ -44,25 +53,69 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
     ones no faster). A row's outputs then equal those of a forward of its text alone (measured bit for
     bit on the 200 benchmark texts), so a text's features never depend on its neighbours.
 
-    The group's inputs and masked-position indices go to the device in one copy each (a copy from host
-    memory waits for the device's queue, so one per text would stall a GPU once per text).
+    ``compute`` other than fp32 runs the forward on the model's copy in that dtype (:func:`~embedlab.neural.vocabulary.forward_model`); the features are float32.
+    ``store`` (not with ``need_plain``): each text's features are read from it where present and written
+    to it otherwise, keyed by :func:`feature_key` (never by the softmax or tuning options, which act after
+    the features), so every neural spec with the same features pays the forward once.
     """
-    model = masked_lm.model
+    device = model_device(masked_lm.model)
+    if store is None or need_plain:
+        states, plain, plain_masks = _forward_states(masked_lm, group, block_mode, need_plain, token_budget, compute)
+    else:
+        keys = [feature_key(masked_lm, inputs, block_mode, compute, device) for inputs in group]
+        found = [store.load(key) for key in keys]
+        missing = [index for index, array in enumerate(found) if array is None]
+        computed = _forward_states(masked_lm, [group[index] for index in missing], block_mode, False, token_budget, compute)[0] if missing else []
+        for index, text_states in zip(missing, computed):
+            store.save(keys[index], text_states.cpu().numpy())
+        states = [torch.tensor(array, device=device) if array is not None else torch.empty(0) for array in found]
+        for index, text_states in zip(missing, computed):
+            states[index] = text_states
+        plain, plain_masks = [], []
+    labels, owners, multiplicity = position_targets(group, device)
+    return FrozenFeatures(torch.cat(states), labels, owners, plain, plain_masks, multiplicity)
+
+
+def feature_key(masked_lm: MaskedLM, inputs: TextInputs, block_mode: bool, compute: str, device: torch.device) -> str:
+    """A text's frozen features' cache key: the model's content fingerprint, the compute, which features (the
+    last block's pre-LayerNorm sum or the final hidden state), the maximum input length, and the text's
+    micro-tuning rows themselves (their ids and masked positions: the text, the tokenizer and the blueprints,
+    ``skip-blueprint`` included). Off the CPU the device kind joins it (features agree with the CPU's to rounding)."""
+    rows = hashlib.sha256()
+    for tensor in (inputs.input_ids, inputs.labels != IGNORE_LABEL):
+        rows.update(str(tuple(tensor.shape)).encode())
+        rows.update(tensor.contiguous().numpy().tobytes())
+    where = () if device.type == "cpu" else (device.type,)
+    return cache_key("neural_frozen", masked_lm.fingerprint, compute, "block" if block_mode else "final", masked_lm.max_length, rows.hexdigest(), *where)
+
+
+def _forward_states(
+    masked_lm: MaskedLM, group: list[TextInputs], block_mode: bool, need_plain: bool, token_budget: int | None, compute: str,
+) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+    """Per text its features at the masked positions (float32), and with ``need_plain`` the unmasked chunks' (see :func:`frozen_features`)."""
+    model = forward_model(masked_lm, compute)
     layout = masked_lm.layout
     device = model_device(model)
     token_budget = token_budget if token_budget is not None else forward_tokens_for(device)
-    captured: list[torch.Tensor] = []
+    captured = _Captured()
     hook = None
     if block_mode or need_plain:
         if layout is not None and not layout.block_batched:
             raise InputError(f"neural: the batched path cannot tune or read {layout.family}'s last block (not a post-LN block); use the reference path")
         norm = layout.block_norm_module(model) if layout is not None else model.bert.encoder.layer[-1].output.LayerNorm
-        hook = norm.register_forward_pre_hook(lambda module, args: captured.append(args[0].detach()))
+        hook = norm.register_forward_pre_hook(lambda module, args: captured.append(args[0].detach().float()))
 
     def forward(ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
         if layout is None:
-            return model.bert(input_ids=ids, attention_mask=attention).last_hidden_state
-        return layout.features(model, ids, attention)
+            return model.bert(input_ids=ids, attention_mask=attention).last_hidden_state.float()
+        return layout.features(model, ids, attention).float()
+
+    def masked_states(staged_batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        ids, attention, masked = staged_batch
+        captured.clear()
+        hidden = forward(ids, attention)
+        rows = captured[-1] if block_mode else hidden
+        return rows.reshape(-1, rows.shape[-1]).index_select(0, masked)  # the batch's masked positions, text by text
 
     states: list[torch.Tensor] = [torch.empty(0)] * len(group)
     plain, plain_masks = [], []
@@ -70,11 +123,8 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
     staged = _StagedBatches(group, batches, device)
     try:
         with torch.inference_mode():
-            for batch, (ids, attention, masked) in zip(batches, staged):
-                captured.clear()
-                hidden = forward(ids, attention)
-                rows = captured[-1] if block_mode else hidden
-                selected = rows.reshape(-1, rows.shape[-1]).index_select(0, masked)  # the batch's masked positions, text by text
+            # one batch per core (runtime/streams.py): the same numbers as one thread, no barrier between small ops
+            for batch, selected in zip(batches, ordered_map(masked_states, staged, stream_count(device))):
                 for index, text_states in zip(batch, selected.split([group[index].masked_positions for index in batch])):
                     states[index] = text_states
             if need_plain:
@@ -82,11 +132,26 @@ def frozen_features(masked_lm: MaskedLM, group: list[TextInputs], block_mode: bo
     finally:
         if hook is not None:
             hook.remove()
-    labels, owners, multiplicity = position_targets(group, device)
-    return FrozenFeatures(torch.cat(states), labels, owners, plain, plain_masks, multiplicity)
+    return states, plain, plain_masks
 
 
-def _plain_features(masked_lm: MaskedLM, group: list[TextInputs], forward, captured: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+class _Captured(threading.local):
+    """The block-norm inputs a forward hook captured, per thread (each stream's forward reads its own)."""
+
+    def __init__(self) -> None:
+        self.items: list[torch.Tensor] = []
+
+    def append(self, item: torch.Tensor) -> None:
+        self.items.append(item)
+
+    def clear(self) -> None:
+        self.items.clear()
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return self.items[index]
+
+
+def _plain_features(masked_lm: MaskedLM, group: list[TextInputs], forward, captured: _Captured) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Per text: the last block's pre-LayerNorm sums over its unmasked chunks, and their attention masks
     (the hidden-layer variants' inputs, Appendix G)."""
     device = model_device(masked_lm.model)

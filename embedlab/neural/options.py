@@ -93,11 +93,13 @@ class NeuralOptions:
     seed: int = 0
     softmax: str = "exact"  # or "candidates": epoch 1 exact, then each text's candidate set (neural.candidates)
     candidates: int = 256  # top-K per masked position forming the candidate set (softmax="candidates" only)
+    compute: str = "fp32"  # the frozen forward's and the vocabulary products' dtype (neural.vocabulary); resolved, never "auto"
 
     def key(self) -> dict:
         """The options as JSON-ready values: part of every cached embedding's key.
 
-        The candidate-set softmax enters the key only when chosen, so exact embeddings keep their keys.
+        The candidate-set softmax and a compute other than fp32 enter the key only when chosen, so exact
+        fp32 embeddings keep their keys.
         """
         key = {
             "params": list(self.params),
@@ -109,4 +111,6 @@ class NeuralOptions:
         }
         if self.softmax != "exact":
             key.update(softmax=self.softmax, candidates=self.candidates)
+        if self.compute != "fp32":
+            key.update(compute=self.compute)
         return key

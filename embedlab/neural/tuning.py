@@ -17,6 +17,7 @@ import numpy as np
 
 from embedlab.errors import InputError
 from embedlab.neural.batched import BatchedRun, micro_tune_batched
+from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.memo import memo
 from embedlab.runtime.memory import release_free_memory
 from embedlab.neural.device import (
@@ -102,6 +103,7 @@ def embed_texts_variants(
     progress: Callable[[int], None] | None = None,
     indices: Sequence[int] | None = None,
     memory: str = "auto",
+    feature_store: ArrayStore | None = None,
 ) -> dict[str, np.ndarray]:
     """Several variants of ``texts`` from one micro-tuning run: ``{variant: float32 rows}``.
 
@@ -109,18 +111,12 @@ def embed_texts_variants(
     (``neural``: Eq. 1 on the weight changes; the others: Appendix G hidden-layer outputs).
     A group that runs out of memory is split in half and retried (:func:`_tune_splitting`); each text's
     loss and parameters are its own, so the split changes no embedding beyond float rounding.
+    ``feature_store``: the batched path's frozen features are shared through it (:func:`~embedlab.neural.frozen.frozen_features`).
     """
     variants = tuple(dict.fromkeys(variants))
-    check_variants(variants, options, masked_lm.num_layers, masked_lm.layout)
-    check_parameters(masked_lm.model, options.params)
-    if path not in PATHS:
-        raise InputError(f"neural: path must be 'batched' or 'reference', got {path!r}")
+    _check_run(masked_lm, options, variants, path)
     hidden = [variant for variant in variants if variant != "neural"]
-    if hidden and path == "reference":
-        raise InputError("neural: the hidden-layer variants are computed on the batched path only")
     device = model_device(masked_lm.model)
-    if path == "reference" and device.type != "cpu":
-        raise InputError(f"neural: the reference path runs on the CPU; this model is on {device} (use path=batched or device=cpu)")
     indices = list(indices) if indices is not None else list(range(len(texts)))
     causal = masked_lm.layout is not None and masked_lm.layout.causal
     make_inputs = causal_text_inputs if causal else text_inputs
@@ -142,13 +138,31 @@ def embed_texts_variants(
     if group_positions is None:
         group_positions = group_positions_of(masked_lm, options, memory)
     for members in _groups_by_positions(all_inputs, group_positions):
-        _tune_splitting(masked_lm, all_inputs, members, run_options, bool(hidden), position_budget_for(device), indices, read_off)
+        _tune_splitting(masked_lm, all_inputs, members, run_options, bool(hidden), position_budget_for(device), indices, read_off, feature_store)
         # Groups of long texts leave glibc's heap holding what they freed: SummEval's 2,746 texts grew the
         # process to 13.4 GB in 40 min, and one malloc_trim brought it back to 0.78 GB (see the function).
         release_free_memory()
         if progress:
             progress(len(members))
     return {variant: np.stack(found) for variant, found in rows.items()}
+
+
+def _check_run(masked_lm: MaskedLM, options: NeuralOptions, variants: Sequence[str], path: str) -> None:
+    """Refuse, before any work, what the path cannot do: unknown variants or parameters, hidden-layer variants,
+    a lower compute or a GPU on the reference path."""
+    check_variants(variants, options, masked_lm.num_layers, masked_lm.layout)
+    check_parameters(masked_lm.model, options.params)
+    if path not in PATHS:
+        raise InputError(f"neural: path must be 'batched' or 'reference', got {path!r}")
+    if path != "reference":
+        return
+    if any(variant != "neural" for variant in variants):
+        raise InputError("neural: the hidden-layer variants are computed on the batched path only")
+    if options.compute != "fp32":
+        raise InputError(f"neural: dtype={options.compute} runs on the batched path; the reference path computes in fp32 (use path=batched or dtype=fp32)")
+    device = model_device(masked_lm.model)
+    if device.type != "cpu":
+        raise InputError(f"neural: the reference path runs on the CPU; this model is on {device} (use path=batched or device=cpu)")
 
 
 def _embed_reference(
@@ -167,7 +181,7 @@ def _embed_reference(
 
 def _tune_splitting(
     masked_lm: MaskedLM, all_inputs: Sequence[TextInputs], members: list[int], options: NeuralOptions, need_plain: bool,
-    position_budget: int, indices: Sequence[int], read_off: Callable[[list[int], BatchedRun], None],
+    position_budget: int, indices: Sequence[int], read_off: Callable[[list[int], BatchedRun], None], feature_store: ArrayStore | None = None,
 ) -> None:
     """Micro-tune ``members`` as one group and hand the run to ``read_off``; out of memory, halve and retry.
 
@@ -178,7 +192,8 @@ def _tune_splitting(
     """
     run: BatchedRun | None = None
     try:
-        run = micro_tune_batched(masked_lm, [all_inputs[member] for member in members], options, position_budget=position_budget, need_plain=need_plain)
+        run = micro_tune_batched(masked_lm, [all_inputs[member] for member in members], options, position_budget=position_budget, need_plain=need_plain,
+                                 store=feature_store)
     except (RuntimeError, MemoryError) as error:  # torch.OutOfMemoryError is a RuntimeError
         if not is_out_of_memory(error):
             raise
@@ -189,10 +204,10 @@ def _tune_splitting(
         if len(members) > 1:
             half = len(members) // 2
             for part in (members[:half], members[half:]):
-                _tune_splitting(masked_lm, all_inputs, part, options, need_plain, position_budget, indices, read_off)
+                _tune_splitting(masked_lm, all_inputs, part, options, need_plain, position_budget, indices, read_off, feature_store)
             return
         if position_budget > MIN_POSITION_BUDGET:
-            _tune_splitting(masked_lm, all_inputs, members, options, need_plain, position_budget // 2, indices, read_off)
+            _tune_splitting(masked_lm, all_inputs, members, options, need_plain, position_budget // 2, indices, read_off, feature_store)
             return
         raise MemoryError(
             f"neural: text {indices[members[0]]} ({all_inputs[members[0]].masked_positions} masked positions) does not fit in memory on {device} "

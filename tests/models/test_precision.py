@@ -5,7 +5,7 @@ import warnings
 import pytest
 import torch
 
-from embedlab.models import precision
+from embedlab.models import compute_choice, precision
 from embedlab.models.loading import load_model
 from tests.conformance.tiny_models import build_tiny
 
@@ -26,12 +26,15 @@ def cpu(monkeypatch):
     ("AVX512", {"avx2", "avx512f", "avx512_vnni"}, False),  # AVX-512 without its BF16 extension
     ("AVX2", {"avx2", "avx512_bf16"}, False),               # torch's kernels would not use it
 ])
-def test_auto_picks_bf16_only_where_it_is_native(cpu, capability, flags, native):
+def test_auto_considers_bf16_only_where_it_is_native(cpu, capability, flags, native, isolated_cache, monkeypatch):
     cpu(capability, flags)
+    timed = []
+    monkeypatch.setattr(compute_choice, "time_workloads", lambda device, computes, hidden: timed.append(computes) or {c: 1.0 if c == "fp32" else 0.5 for c in computes})
     assert precision.native_bf16("cpu") is native
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # auto never warns
         assert precision.resolve_compute("auto", "none", "cpu") == ("bf16" if native else "fp32")
+    assert timed == ([("fp32", "bf16")] if native else [])  # an emulated bf16 is not even timed
     assert precision.resolve_compute("fp32", "int8", "cpu") == "int8"
 
 

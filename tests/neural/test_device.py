@@ -95,11 +95,11 @@ def test_out_of_memory_splits_the_group_and_retries(masked_minilm, sentences, mo
     attempts: list[tuple[int, int]] = []
     original = tuning.micro_tune_batched
 
-    def short_of_memory(masked_lm, group, run_options, position_budget, need_plain):
+    def short_of_memory(masked_lm, group, run_options, position_budget, need_plain, store=None):
         attempts.append((len(group), position_budget))
         if len(group) > 1 or position_budget > 64:  # a simulated CUDA allocator failure
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB (simulated)")
-        return original(masked_lm, group, run_options, position_budget=position_budget, need_plain=need_plain)
+        return original(masked_lm, group, run_options, position_budget=position_budget, need_plain=need_plain, store=store)
 
     monkeypatch.setattr(tuning, "micro_tune_batched", short_of_memory)
     retried = embed_texts(masked_minilm, sentences, options)
@@ -108,7 +108,7 @@ def test_out_of_memory_splits_the_group_and_retries(masked_minilm, sentences, mo
     assert sum(1 for size, budget in attempts if budget == 64) == 3
     assert (cosine(whole, retried) >= TUNED_COSINE_FLOOR).all()  # retried in halves: other groups
 
-    def never_fits(masked_lm, group, run_options, position_budget, need_plain):
+    def never_fits(masked_lm, group, run_options, position_budget, need_plain, store=None):
         raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 123 bytes")
 
     monkeypatch.setattr(tuning, "micro_tune_batched", never_fits)

@@ -103,7 +103,7 @@ def test_one_tuning_run_caches_every_appendix_g_variant(masked_minilm, sentences
 
 
 def test_options_are_declared_once() -> None:
-    assert list(NEURAL_OPTIONS) == ["params", "epochs", "lr", "head", "skip-layer", "skip-blueprint", "variant", "path", "seed", "softmax", "candidates", "device", "memory"]
+    assert list(NEURAL_OPTIONS) == ["params", "epochs", "lr", "head", "skip-layer", "skip-blueprint", "variant", "path", "seed", "softmax", "candidates", "device", "dtype", "memory"]
     assert all(option.help for option in NEURAL_OPTIONS.values())
     assert NeuralEmbedder("minilm").values == {key: option.default for key, option in NEURAL_OPTIONS.items()}
 
