@@ -87,12 +87,17 @@ def sts_pairs(sts_test_rows) -> list[str]:
     return [text for _, first, second in sts_test_rows[:6] for text in (first, second)]
 
 
+def _vector_entries(cache) -> list:
+    """The eval cache's vector entries (each has a ``<key>-cost`` entry beside it: what computing it cost)."""
+    return [path for path in (cache / "eval").glob("*.safetensors") if not path.stem.endswith("-cost")]
+
+
 @pytest.mark.parametrize("fault", sorted(ARRAY_FAULTS))
 @pytest.mark.crosspath
 def test_a_damaged_eval_cache_file_is_recomputed_to_the_clean_value(fault, sts_pairs, isolated_cache) -> None:
     method = embedlab.load("minilm")
     clean = scoring.encode_texts(method, sts_pairs)
-    [path] = (isolated_cache / "eval").glob("*.safetensors")
+    [path] = _vector_entries(isolated_cache)
     ARRAY_FAULTS[fault](path)
     clear()
     with recompute_warns(path):
@@ -105,7 +110,7 @@ def test_a_damaged_eval_cache_file_is_recomputed_to_the_clean_value(fault, sts_p
 def test_an_eval_cache_file_copied_onto_another_key_is_not_read_back(sts_pairs, isolated_cache) -> None:
     method = embedlab.load("minilm")
     first, second = scoring.encode_texts(method, sts_pairs[:4]), scoring.encode_texts(method, sts_pairs[4:8])
-    paths = sorted((isolated_cache / "eval").glob("*.safetensors"), key=lambda path: path.stat().st_mtime_ns)
+    paths = sorted(_vector_entries(isolated_cache), key=lambda path: path.stat().st_mtime_ns)
     assert len(paths) == 2
     paths[1].write_bytes(paths[0].read_bytes())  # a valid file, but of another key
     with recompute_warns(paths[1]):
@@ -483,7 +488,7 @@ def test_the_eval_cache_tells_fitted_methods_apart(sts_pairs, isolated_cache) ->
     unfitted = scoring.encode_texts(embedlab.load(spec), sts_pairs[:10])  # 10: the fewest a target fit takes
     fitted_a = scoring.encode_texts(embedlab.load(spec).fit(sts_pairs[:6]), sts_pairs[:4])
     fitted_b = scoring.encode_texts(embedlab.load(spec).fit(sts_pairs[6:]), sts_pairs[:4])
-    assert len(list((isolated_cache / "eval").glob("*.safetensors"))) == 3
+    assert len(_vector_entries(isolated_cache)) == 3
     assert not np.allclose(fitted_a, fitted_b, atol=1e-4)
     clear()
     # bit-identical by construction: the same fitted method's vectors read back from the eval cache fitted_b wrote
