@@ -41,7 +41,7 @@ from embedlab.evaluation.alignsim.items import (Item, PairItem, PerturbationSet,
 from embedlab.evaluation.alignsim.sources import PARAPHRASE_DATASETS, SentencePair, read_dataset
 
 __all__ = ["N_VALUES", "build_perturbation_set", "stream_rng",
-           "derangement", "replacement_options", "replace_words", "authors_replace_words", "jumble"]
+           "derangement", "replacement_options", "replace_words", "replacer", "authors_replace_words", "jumble"]
 
 N_VALUES = (1, 2, 3)
 MAX_SWAP_TRIES = 20
@@ -232,7 +232,7 @@ def _perturb_each(pairs: list[SentencePair], perturb: Callable, make: Callable) 
     return items, skipped
 
 
-def _replacer(config: SamplingConfig, tagged: dict[str, list[lexicon.Token]]) -> Callable:
+def replacer(config: SamplingConfig, tagged: dict[str, list[lexicon.Token]]) -> Callable:
     """``replace(text, n, relation, rng)``: the word replacement ``config.perturbation`` names."""
     if config.perturbation == "authors":
         return authors_replace_words
@@ -260,7 +260,7 @@ def build_perturbation_set(dataset: str, config: SamplingConfig, kinds: set[str]
         triplets = _sample(positives, config.triplets, stream_rng(config.seed, dataset, "triplets"))
     texts = list(dict.fromkeys([p.text_a for p in originals] + [p.text_a for p in triplets]))
     tagged = dict(zip(texts, lexicon.tag_sentences(texts)))
-    replace = _replacer(config, tagged)
+    replace = replacer(config, tagged)
     if "c2" in kinds:
         result.items["c2"] = []
         for n in N_VALUES:
