@@ -4,7 +4,7 @@ texts"), with the perturbation code and seeded streams of the built-in datasets 
 * ``c2``: S with n = 1, 2, 3 verbs/adjectives replaced by synonyms, as the paper's criterion 2.
 * The positive of the triplet criteria: S's paraphrase when the file gives pairs, else S's synonym-replaced
   version (``c2`` at n = 1, which keeps the meaning). A sentence without one gives no triplet (counted).
-* ``c3`` (one antonym), ``c5`` (n = 1, 2, 3 word-pair swaps) and ``neg`` (a negation inserted,
+* ``c3`` (one antonym), ``c5`` (n = 1, 2, 3 swaps of whole words: never a clitic such as ``'s``) and ``neg`` (a negation inserted,
   :mod:`.negation`): triplets (S, positive, perturbed) whose expectation is S nearer its positive.
 * ``c1``: the file's positive pairs, when it gives pairs, and ``random`` pairs: S beside another of the file's
   sentences by a seeded derangement (no sentence keeps its own partner). The random pairs give α and the
@@ -69,7 +69,8 @@ def build_own_set(dataset: str, texts: OwnTexts | None, pairs: OwnPairs | None, 
     result.skipped["c3"] = skipped + missing
     result.items["c5"] = []
     for n in N_VALUES:
-        items, skipped = _each(triplets, lambda text, n=n: jumble(tagged[text], n, stream_rng(config.seed, STREAM, "c5", n, text)),
+        items, skipped = _each(triplets, lambda text, n=n: jumble(tagged[text], n, stream_rng(config.seed, STREAM, "c5", n, text),
+                                                                 whole_words=True),
                                triplet(lambda swaps, n=n: {"n": n, "swaps": swaps}))
         result.items["c5"] += items
         result.skipped[f"c5/n={n}"] = skipped + missing

@@ -164,9 +164,16 @@ def authors_replace_words(sentence: str, n: int, relation: str, rng: np.random.G
 # ---------------------------------------------------------------- jumbling (criterion 5)
 
 
-def jumble(tokens: list[lexicon.Token], n: int, rng: np.random.Generator) -> tuple[str, list[dict]] | None:
-    """Swap ``n`` disjoint pairs of different words (punctuation stays put); None if the sentence is too short."""
-    words = [index for index, token in enumerate(tokens) if not token.is_punct and not token.text.isspace()]
+def jumble(tokens: list[lexicon.Token], n: int, rng: np.random.Generator,
+           whole_words: bool = False) -> tuple[str, list[dict]] | None:
+    """Swap ``n`` disjoint pairs of different words (punctuation stays put); None if the sentence is too short.
+
+    ``whole_words``: swap only tokens that stand alone between spaces or punctuation, never one glued to a word
+    (the ``'s`` of ``woman's``, the ``n't`` of ``don't``): moved, it would fuse with its new neighbour
+    (``another 'swoman``) and change the words a tokenizer sees, not only their order. ``alignsim:@FILE`` sets
+    it; the built-in datasets keep the committed behaviour (False)."""
+    words = [index for index, token in enumerate(tokens) if not token.is_punct and not token.text.isspace()
+             and not (whole_words and _glued(tokens, index))]
     if len(words) < 2 * n or len({tokens[i].text for i in words}) < 2:
         return None
     for _ in range(MAX_SWAP_TRIES):
@@ -181,6 +188,13 @@ def jumble(tokens: list[lexicon.Token], n: int, rng: np.random.Generator) -> tup
         replacements[a], replacements[b] = tokens[b].text, tokens[a].text
         swaps.append({"tokens": [a, b], "starts": [tokens[a].start, tokens[b].start], "words": [tokens[a].text, tokens[b].text]})
     return lexicon.detokenize(tokens, replacements), swaps
+
+
+def _glued(tokens: list[lexicon.Token], index: int) -> bool:
+    """Whether token ``index`` touches a neighbouring word with no space between (``woman`` + ``'s``)."""
+    before = index > 0 and not tokens[index - 1].whitespace and not tokens[index - 1].is_punct
+    after = index + 1 < len(tokens) and not tokens[index].whitespace and not tokens[index + 1].is_punct
+    return before or after
 
 
 # ---------------------------------------------------------------- building a dataset's sets
