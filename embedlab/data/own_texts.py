@@ -13,6 +13,7 @@ or holds a control character (binary content): embedding it would give a number 
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,10 +97,13 @@ def is_pairs_file(path: Path) -> bool:
         import pyarrow.parquet as pq
 
         return "text" not in pq.ParquetFile(path).schema_arrow.names
-    with path.open(encoding="utf-8") as stream:
-        first = next((line for line in stream if line.strip()), "")
+    with path.open("rb") as stream:  # undecodable bytes are refused later, naming their line
+        first = next((line for line in stream if line.strip()), b"").decode("utf-8", errors="replace")
     if kind == "jsonl":
-        return '"text"' not in first  # a texts record names "text"; a pairs record "text1" …
+        try:
+            return "text" not in json.loads(first)  # a texts record has "text"; a pairs record "text1" …
+        except (ValueError, TypeError):  # not a JSON object: the texts reader names the line
+            return False
     separator = "\t" if kind == "tsv" else ","
     return "text" not in [name.strip().strip('"').lower() for name in first.split(separator)]
 

@@ -72,6 +72,7 @@ def test_binary_content_is_refused_naming_file_and_line(tmp_path):
 def test_undecodable_bytes_are_refused_naming_file_and_line(tmp_path):
     path = tmp_path / "latin1.tsv"  # a pairs file: the user-file readers would fall back to Latin-1 silently
     path.write_bytes(b"text1\ttext2\nA caf\xe9.\tA bar.\n")
+    assert is_pairs_file(path)  # telling pairs from texts reads the header only, never fails on the bytes after it
     with pytest.raises(DataFormatError, match=f"{path}:2: not valid UTF-8"):
         read_own_pairs(path)
     parquet = tmp_path / "cells.parquet"
