@@ -42,7 +42,7 @@ def sentences_of(texts: OwnTexts | None, pairs: OwnPairs | None) -> tuple[list[s
 
 def build_own_set(dataset: str, texts: OwnTexts | None, pairs: OwnPairs | None, config: SamplingConfig) -> PerturbationSet:
     """Every item of a user's file: at most ``config.sentences`` sentences (a seeded sample of a larger file) and
-    ``config.pairs_per_label`` positive and random pairs."""
+    (for a pairs file) ``config.pairs_per_label`` positive and random pairs; a texts file pairs every sentence."""
     sentences, sources, paraphrases = sentences_of(texts, pairs)
     chosen = [(sentences[index], sources[index]) for index in _drawn(len(sentences), config.sentences, config.seed, "sentences")]
     result = PerturbationSet(dataset, config)
@@ -112,7 +112,7 @@ def _pair_items(pairs: OwnPairs | None, sentences: list[str], sources: dict[str,
         drawn = [rows[index] for index in _drawn(len(rows), config.pairs_per_label, config.seed, "random")]
         firsts, seconds = [(a, s) for a, _, s in drawn], [(b, s) for _, b, s in drawn]
     else:
-        firsts = seconds = [(text, sources[text]) for text in sentences[:config.pairs_per_label]]
+        firsts = seconds = [(text, sources[text]) for text in sentences]  # every sentence used, once on each side
     shuffle = derangement(len(firsts), stream_rng(config.seed, STREAM, "c1", "shuffle"))
     for index, partner in enumerate(shuffle):
         (first, source_a), (second, source_b) = firsts[index], seconds[int(partner)]
