@@ -224,3 +224,77 @@ def load_grouped_texts(path: str | Path, layout: str = "column") -> GroupedTexts
     if int(result.groups.max()) + 1 < 2:
         raise DataFormatError(f"{file}: triplets need at least two groups, found one")
     return result
+
+
+# The optional third column of a pairs file for task-free evaluation: a 0/1 label or a 0–5 score.
+PAIR_VALUE_KEYS = {"label": ("label",), "score": ("score", "similarity")}
+
+
+def _pair_header(fields: list[str]) -> tuple[list[str], str | None] | None:
+    """The columns a pairs header names (text1, text2 and optionally label or score) and which value column it
+    has; None when the row is not a header."""
+    columns = {"text1": TEXT1_KEYS, "text2": TEXT2_KEYS}
+    if len(fields) == 3:
+        names = {field.strip().lower() for field in fields}
+        value = next((kind for kind, keys in PAIR_VALUE_KEYS.items() if names & set(keys)), None)
+        if value is None:
+            return None
+        columns[value] = PAIR_VALUE_KEYS[value]
+    order = _header_order(fields, columns)
+    if order is None:
+        return None
+    return order, next((column for column in order if column in PAIR_VALUE_KEYS), None)
+
+
+def _pair_rows(file: Path) -> tuple[list[tuple[int, dict[str, object]]], str | None]:
+    """(line, {text1, text2[, label or score]}) of a pairs file, and the value column's kind (None: no value)."""
+    rows: list[tuple[int, dict[str, object]]] = []
+    if _file_kind(file) == "jsonl":
+        value = None
+        for position, (number, row) in enumerate(json_lines(file)):
+            if position == 0:
+                value = next((kind for kind, keys in PAIR_VALUE_KEYS.items() if any(key in row for key in keys)), None)
+            picked = {"text1": _pick(row, TEXT1_KEYS, file, number), "text2": _pick(row, TEXT2_KEYS, file, number)}
+            if value is not None:
+                picked[value] = _pick(row, PAIR_VALUE_KEYS[value], file, number)
+            rows.append((number, picked))
+        return rows, value
+    order, value, width = ["text1", "text2"], None, None
+    for position, (number, fields) in enumerate(_table_rows(file)):
+        header = _pair_header(fields) if position == 0 else None
+        if header is not None:
+            order, value = header
+            width = len(fields)
+            continue
+        if width is None:  # no header: two fields, or a third holding a label or a score (decided below)
+            width = len(fields)
+            if width not in (2, 3):
+                raise DataFormatError(f"{file}, line {number}: expected 2 or 3 fields (text1, text2[, label or score]), found {width}")
+            order = ["text1", "text2", "value"][:width]
+        if len(fields) != width:
+            raise DataFormatError(f"{file}, line {number}: expected {width} fields ({', '.join(order)}), found {len(fields)}")
+        rows.append((number, dict(zip(order, fields))))
+    if "value" in order:  # a headerless third column: 0/1 throughout is a label, anything else a 0–5 score
+        numbers = [_score(row["value"], file, number) for number, row in rows]
+        value = "label" if set(numbers) <= {0.0, 1.0} else "score"
+        rows = [(number, {"text1": row["text1"], "text2": row["text2"], value: row["value"]}) for number, row in rows]
+    return rows, value
+
+
+def load_text_pairs(path: str | Path) -> tuple[list[str], list[str], str | None, list[float], list[int]]:
+    """Text pairs with an optional label (0/1) or score (0–5), for task-free evaluation: (first texts, second
+    texts, ``"label"``, ``"score"`` or None, the values, line numbers). JSON lines with ``text1``, ``text2`` and
+    optionally ``label`` or ``score``; TSV/CSV rows of 2 or 3 fields, with an optional header (a headerless third
+    column of only 0 and 1 is a label, else a score)."""
+    file = _user_path(path)
+    rows, value = _pair_rows(file)
+    first, second, values, lines = [], [], [], []
+    for number, row in rows:
+        first.append(_text(row["text1"], file, number, "text1"))
+        second.append(_text(row["text2"], file, number, "text2"))
+        if value is not None:
+            values.append(_score(row[value], file, number))
+        lines.append(number)
+    if not first:
+        raise DataFormatError(f"{file}: no text pairs found")
+    return first, second, value, values, lines

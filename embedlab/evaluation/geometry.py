@@ -11,6 +11,10 @@
   (Eq. 9), log E exp(−2‖f(x) − f(y)‖²) over all pairs of distinct sentences of the STS-B train pairs.
   The pooling paper computes both on the raw embeddings ("sensitive to the scaling"); the unit-normalised values of
   Wang & Isola are reported as ``alignment_unit`` / ``uniformity_unit``.
+
+Both run on a user's own file too: ``isotropy:@FILE`` (texts, any format ``embed`` reads) and ``alignment:@FILE``
+(text pairs with a 0/1 label or a 0–5 score; positives are label 1 or score ≥ 4, every pair without either), their
+records in subset ``all`` (:mod:`embedlab.data.own_texts`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from embedlab.errors import InputError
+from embedlab.data.own_texts import OwnPairs, read_own_pairs, read_own_texts
 from embedlab.data.sts import stsb
 from embedlab.data.wikitext import wikitext2_file, wikitext2_sentences
 from embedlab.evaluation.base import Method, Metric, Task
@@ -84,21 +89,26 @@ class IsotropyTask(Task):
     name = "isotropy"
     description = "IsoScore of the embeddings of WikiText-2 sentences (pooling paper §3.5.4)"
     datasets = ("wikitext2",)
-    headline_metric = "isoscore"
+    user_files = True  # isotropy:@FILE, the user's own texts (each text as it is, repeats once)
+    headline_metric = "isoscore"  # what comparisons rank on, on WikiText-2 and on a user's file alike
     metrics = {"isoscore": Metric("IsoScore, 0 (one direction holds all variance) – 1 (isotropic)", unit="score")}
 
-    def __init__(self, dataset: str = "wikitext2", *, split: str = "test") -> None:
+    def __init__(self, dataset: str = "wikitext2", *, split: str = "test", path: str | None = None) -> None:
         super().__init__(dataset)
-        self.split = split
+        self.split, self.path = split, path
 
     def check_data(self) -> None:
-        wikitext2_file(self.split)  # present (sentences are split, and cached, when the task runs)
+        if self.path is not None:
+            read_own_texts(self.path, split=False)  # empty, binary or too few texts: refused before encoding
+        else:
+            wikitext2_file(self.split)  # present (sentences are split, and cached, when the task runs)
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)
-        sentences = wikitext2_sentences(self.split)
+        sentences = read_own_texts(self.path, split=False).sentences if self.path else wikitext2_sentences(self.split)
         encoded = Encoded(method, sentences)
-        return [self.record(method, self.split, "isoscore", isoscore(encoded.vectors), len(encoded.texts), note=_ISOSCORE_NOTE)]
+        return [self.record(method, "all" if self.path else self.split, "isoscore", isoscore(encoded.vectors),
+                            len(encoded.texts), note=_ISOSCORE_NOTE)]
 
 
 class AlignmentTask(Task):
@@ -107,7 +117,8 @@ class AlignmentTask(Task):
     name = "alignment"
     description = "alignment (Eq. 8) of STS-B train pairs scored 5.0 and uniformity (Eq. 9) of their sentences (pooling paper §3.5.5)"
     datasets = ("stsb",)
-    headline_metric = "alignment"
+    user_files = True  # alignment:@FILE, a user's pairs file
+    headline_metric = "alignment"  # what comparisons rank on (lower is better)
     metrics = {
         "alignment": Metric("mean squared distance of positive pairs' raw embeddings (Eq. 8)", "lower", unit="distance"),
         "uniformity": Metric("log mean exp(−2·squared distance) over all sentence pairs, raw embeddings (Eq. 9)", "lower", unit="score"),
@@ -115,27 +126,36 @@ class AlignmentTask(Task):
         "uniformity_unit": Metric("Eq. 9 on unit-normalised embeddings, −4–0", "lower", unit="score"),
     }
 
-    def __init__(self, dataset: str = "stsb") -> None:
+    def __init__(self, dataset: str = "stsb", *, path: str | None = None) -> None:
         super().__init__(dataset)
+        self.path = path
 
     def check_data(self) -> None:
-        stsb("train")
+        self.load()
+
+    def load(self) -> OwnPairs:
+        """The pairs and which are positive: STS-B train's pairs scored 5.0, or a user file's positives."""
+        if self.path is not None:
+            return read_own_pairs(self.path)
+        data = stsb("train")
+        return OwnPairs(data.name, data.first, data.second, data.scores == 5.0, list(range(1, len(data) + 1)))
 
     def run(self, method: Method) -> list[Record]:
         self.check(method)
-        data = stsb("train")
+        data = self.load()
         encoded = Encoded(method, data.first, data.second)
         vectors, texts = encoded.vectors, encoded.texts
-        positive = np.flatnonzero(data.scores == 5.0)
+        positive = np.flatnonzero(data.positive)
         first = encoded.rows([data.first[i] for i in positive])
         second = encoded.rows([data.second[i] for i in positive])
+        subset = "all" if self.path else "train"
         unit = unit_rows(vectors)
         raw, normalised = squared_distances(first, second), squared_distances(unit_rows(first), unit_rows(second))
         return [
-            self.record(method, "train", "alignment", float(np.mean(raw)), positive.size,
+            self.record(method, subset, "alignment", float(np.mean(raw)), positive.size,
                         UnitScores("pairs", "mean", {"score": raw})),
-            self.record(method, "train", "uniformity", uniformity(vectors), len(texts), note=_UNIFORMITY_NOTE),
-            self.record(method, "train", "alignment_unit", float(np.mean(normalised)), positive.size,
+            self.record(method, subset, "uniformity", uniformity(vectors), len(texts), note=_UNIFORMITY_NOTE),
+            self.record(method, subset, "alignment_unit", float(np.mean(normalised)), positive.size,
                         UnitScores("pairs", "mean", {"score": normalised})),
-            self.record(method, "train", "uniformity_unit", uniformity(unit), len(texts), note=_UNIFORMITY_NOTE),
+            self.record(method, subset, "uniformity_unit", uniformity(unit), len(texts), note=_UNIFORMITY_NOTE),
         ]

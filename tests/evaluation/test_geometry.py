@@ -78,3 +78,36 @@ def test_isotropy_task_encodes_distinct_sentences_once(monkeypatch: pytest.Monke
     vectors = np.stack([method.vector(s) for s in dict.fromkeys(sentences)])
     assert record.metric == "isoscore" and record.n == 40 and len(method.encode_calls) == 1
     assert record.value == pytest.approx(isoscore(vectors))
+
+
+def test_isotropy_of_a_users_own_texts(tmp_path) -> None:
+    from embedlab.evaluation.harness import evaluate, parse_tasks
+
+    texts = [f"Text number {index} about topic {index % 7}." for index in range(30)]
+    path = tmp_path / "mine.txt"
+    path.write_text("\n".join(texts + texts[:5]) + "\n", encoding="utf-8")  # repeats are encoded once
+    method = FakeMethod(dim=6)
+    (record,) = evaluate([method], parse_tasks(f"isotropy:@{path}"), log=lambda message: None).records
+    assert (record.dataset.split("@")[0], record.subset, record.n) == ("mine", "all", 30)
+    expected = isoscore(np.stack([method.vector(text) for text in texts]))
+    assert record.value == pytest.approx(expected, abs=1e-9)  # the same float32 rows, one float64 IsoScore
+    assert record.ci_note  # IsoScore has no interval by design
+
+
+@pytest.mark.parametrize("column", ["label", "score"])
+def test_alignment_of_a_users_pairs_file(tmp_path, column: str) -> None:
+    from embedlab.evaluation.harness import evaluate, parse_tasks
+
+    values = [1, 0, 1] * 10 if column == "label" else [4.0, 3.5, 5.0] * 10  # positives: label 1, or score >= 4
+    rows = [(f"First text {index}.", f"Second text {index}.", value) for index, value in enumerate(values)]
+    path = tmp_path / "pairs.tsv"
+    path.write_text(f"text1\ttext2\t{column}\n" + "".join(f"{a}\t{b}\t{v}\n" for a, b, v in rows), encoding="utf-8")
+    method = FakeMethod(dim=6)
+    records = {r.metric: r for r in evaluate([method], parse_tasks(f"alignment:@{path}"), log=lambda message: None).records}
+    positive = [(a, b) for a, b, v in rows if v in (1, 4.0, 5.0)]
+    first, second = (np.stack([method.vector(pair[side]) for pair in positive]) for side in (0, 1))
+    assert records["alignment"].n == 20 and records["alignment"].subset == "all"
+    assert records["alignment"].value == pytest.approx(alignment(first, second), abs=1e-9)  # same rows, float64 sums
+    every = np.stack([method.vector(text) for a, b, _ in rows for text in (a, b)])
+    assert records["uniformity"].value == pytest.approx(uniformity(every), abs=1e-9)
+    assert records["uniformity"].ci_note and records["uniformity"].n == 60

@@ -6,5 +6,7 @@ Embeddings through Semantic Similarity Alignment" (shared/papers/align-sim-task-
 
 Modules: ``sources`` (dataset readers), ``lexicon`` (POS tagging, WordNet, inflection),
 ``perturb`` (perturbation sets), ``metrics`` (NED, α/β, ε margins), ``task`` (the criteria as a task
-of the evaluation harness). Tables and histograms: ``embedlab.results.alignsim_report``.
+of the evaluation harness), and for a user's own texts (``alignsim:@FILE``) ``own_items`` (their items),
+``negation`` (the negation check, from spaCy's parse) and ``own_task``. Tables and histograms:
+``embedlab.results.alignsim_report``.
 """

@@ -41,7 +41,7 @@ from embedlab.evaluation.alignsim.items import (Item, PairItem, PerturbationSet,
 from embedlab.evaluation.alignsim.sources import PARAPHRASE_DATASETS, SentencePair, read_dataset
 
 __all__ = ["N_VALUES", "build_perturbation_set", "stream_rng",
-           "derangement", "replacement_options", "replace_words", "authors_replace_words", "jumble"]
+           "derangement", "replacement_options", "replace_words", "replacer", "authors_replace_words", "jumble"]
 
 N_VALUES = (1, 2, 3)
 MAX_SWAP_TRIES = 20
@@ -164,9 +164,16 @@ def authors_replace_words(sentence: str, n: int, relation: str, rng: np.random.G
 # ---------------------------------------------------------------- jumbling (criterion 5)
 
 
-def jumble(tokens: list[lexicon.Token], n: int, rng: np.random.Generator) -> tuple[str, list[dict]] | None:
-    """Swap ``n`` disjoint pairs of different words (punctuation stays put); None if the sentence is too short."""
-    words = [index for index, token in enumerate(tokens) if not token.is_punct and not token.text.isspace()]
+def jumble(tokens: list[lexicon.Token], n: int, rng: np.random.Generator,
+           whole_words: bool = False) -> tuple[str, list[dict]] | None:
+    """Swap ``n`` disjoint pairs of different words (punctuation stays put); None if the sentence is too short.
+
+    ``whole_words``: swap only tokens that stand alone between spaces or punctuation, never one glued to a word
+    (the ``'s`` of ``woman's``, the ``n't`` of ``don't``): moved, it would fuse with its new neighbour
+    (``another 'swoman``) and change the words a tokenizer sees, not only their order. ``alignsim:@FILE`` sets
+    it; the built-in datasets keep the committed behaviour (False)."""
+    words = [index for index, token in enumerate(tokens) if not token.is_punct and not token.text.isspace()
+             and not (whole_words and _glued(tokens, index))]
     if len(words) < 2 * n or len({tokens[i].text for i in words}) < 2:
         return None
     for _ in range(MAX_SWAP_TRIES):
@@ -181,6 +188,13 @@ def jumble(tokens: list[lexicon.Token], n: int, rng: np.random.Generator) -> tup
         replacements[a], replacements[b] = tokens[b].text, tokens[a].text
         swaps.append({"tokens": [a, b], "starts": [tokens[a].start, tokens[b].start], "words": [tokens[a].text, tokens[b].text]})
     return lexicon.detokenize(tokens, replacements), swaps
+
+
+def _glued(tokens: list[lexicon.Token], index: int) -> bool:
+    """Whether token ``index`` touches a neighbouring word with no space between (``woman`` + ``'s``)."""
+    before = index > 0 and not tokens[index - 1].whitespace and not tokens[index - 1].is_punct
+    after = index + 1 < len(tokens) and not tokens[index].whitespace and not tokens[index + 1].is_punct
+    return before or after
 
 
 # ---------------------------------------------------------------- building a dataset's sets
@@ -232,7 +246,7 @@ def _perturb_each(pairs: list[SentencePair], perturb: Callable, make: Callable) 
     return items, skipped
 
 
-def _replacer(config: SamplingConfig, tagged: dict[str, list[lexicon.Token]]) -> Callable:
+def replacer(config: SamplingConfig, tagged: dict[str, list[lexicon.Token]]) -> Callable:
     """``replace(text, n, relation, rng)``: the word replacement ``config.perturbation`` names."""
     if config.perturbation == "authors":
         return authors_replace_words
@@ -260,7 +274,7 @@ def build_perturbation_set(dataset: str, config: SamplingConfig, kinds: set[str]
         triplets = _sample(positives, config.triplets, stream_rng(config.seed, dataset, "triplets"))
     texts = list(dict.fromkeys([p.text_a for p in originals] + [p.text_a for p in triplets]))
     tagged = dict(zip(texts, lexicon.tag_sentences(texts)))
-    replace = _replacer(config, tagged)
+    replace = replacer(config, tagged)
     if "c2" in kinds:
         result.items["c2"] = []
         for n in N_VALUES:

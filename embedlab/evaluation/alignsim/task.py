@@ -164,6 +164,7 @@ class AlignSimTask(Task):
     description = "ALIGN-SIM: five task-free semantic-alignment criteria (Mahajan et al., §4–5)"
     datasets = ALL_DATASETS + (ADJUSTMENT,)
     options = ("seed", "perturbation", "criteria")
+    user_files = True  # alignsim:@FILE, the label-free criteria on a user's own texts (own_task.OwnTextsTask)
     needs_vectors = False
     headline_metric = "sim_diff_mean"
     metrics = {
@@ -173,23 +174,30 @@ class AlignSimTask(Task):
         "ned_pos_mean": Metric("C1: mean NED of paraphrase pairs, 0–1", "", unit="distance"),
         "ned_rnd_mean": Metric("C1: mean NED of random pairs, 0–1", "", unit="distance"),
         "ned_diff_mean": Metric("C1: mean NED of paraphrases − mean NED of random pairs (Table 7 Diff)", "lower", unit="difference"),
-        "sim_margin_mean": Metric("C1/3/5: mean similarity margin, positive = aligned with human expectation", unit="difference"),
-        "ned_margin_mean": Metric("C1/3/5: mean NED margin, positive = aligned with human expectation", unit="difference"),
-        "sim_pass_avg": Metric(f"C1/3/5: {_PASS} (similarity), averaged over the ε grid (Table 3)", unit="fraction"),
-        "ned_pass_avg": Metric(f"C1/3/5: {_PASS} (NED), averaged over the ε grid (Table 3)", unit="fraction"),
-        "sim_pass@": Metric(f"C1/3/5: {_PASS} (similarity) at this ε", unit="fraction"),
-        "ned_pass@": Metric(f"C1/3/5: {_PASS} (NED) at this ε", unit="fraction"),
-        "sim_para_mean": Metric(f"C3/5: mean {_SIM} of S and its paraphrase", "", unit="similarity"),
-        "sim_perturbed_mean": Metric(f"C3/5: mean {_SIM} of S and its antonym / jumbled version", "lower", unit="similarity"),
-        "ned_para_mean": Metric("C3/5: mean NED of S and its paraphrase, 0–1", "", unit="distance"),
-        "ned_perturbed_mean": Metric("C3/5: mean NED of S and its antonym / jumbled version, 0–1", "", unit="distance"),
+        "sim_margin_mean": Metric("C1/3/5/neg: mean similarity margin, positive = aligned with human expectation", unit="difference"),
+        "ned_margin_mean": Metric("C1/3/5/neg: mean NED margin, positive = aligned with human expectation", unit="difference"),
+        "sim_pass_avg": Metric(f"C1/3/5/neg: {_PASS} (similarity), averaged over the ε grid (Table 3)", unit="fraction"),
+        "ned_pass_avg": Metric(f"C1/3/5/neg: {_PASS} (NED), averaged over the ε grid (Table 3)", unit="fraction"),
+        "sim_pass@": Metric(f"C1/3/5/neg: {_PASS} (similarity) at this ε", unit="fraction"),
+        "ned_pass@": Metric(f"C1/3/5/neg: {_PASS} (NED) at this ε", unit="fraction"),
+        "sim_para_mean": Metric(f"C3/5/neg: mean {_SIM} of S and its paraphrase", "", unit="similarity"),
+        "sim_perturbed_mean": Metric(f"C3/5/neg: mean {_SIM} of S and its antonym / jumbled / negated version", "lower", unit="similarity"),
+        "ned_para_mean": Metric("C3/5/neg: mean NED of S and its paraphrase, 0–1", "", unit="distance"),
+        "ned_perturbed_mean": Metric("C3/5/neg: mean NED of S and its antonym / jumbled / negated version, 0–1", "", unit="distance"),
         "sim_mean": Metric(f"C2/4: mean {_SIM} of S and its synonym-replaced / affirmative version", unit="similarity"),
         "sim_adjusted": Metric("C2/4: α × mean similarity (Eq. 1; Tables 4, 5)", unit="similarity"),
         "ned_mean": Metric("C2/4: mean NED of S and its synonym-replaced / affirmative version, 0–1", "lower", unit="distance"),
         "ned_adjusted": Metric("C2/4: β-adjusted NED, 1 − (1 − NED)(1 − r) (Eq. 2; Tables 8, 9)", "lower", unit="distance"),
-        "skipped": Metric("sentences that could not be perturbed (no replaceable word, too short)", "", "count", unit="count"),
-        "alpha": Metric("α = 1 − mean random-pair similarity over QQP, PAWS, MRPC (Eq. 1)", unit="score"),
-        "random_ned": Metric("mean random-pair NED over QQP, PAWS, MRPC (Eq. 2's r), 0–1", unit="distance"),
+        "skipped": Metric("sentences that could not be perturbed (no replaceable word, too short; a user file: "
+                          "no positive, or criterion 1 without pairs)", "", "count", unit="count"),
+        "alpha": Metric("α = 1 − mean random-pair similarity over QQP, PAWS, MRPC, or a user file's own sentences (Eq. 1)",
+                        unit="score"),
+        "random_ned": Metric("mean random-pair NED over QQP, PAWS, MRPC, or a user file's own sentences (Eq. 2's r), 0–1",
+                             unit="distance"),
+        "triplet_pass_avg": Metric("a user file's headline: mean over C3, C5 (n = 1–3 averaged) and neg of the share of "
+                                   "items whose similarity margin exceeds ε (averaged over the ε grid), 0–1", unit="fraction"),
+        "sentences": Metric("a user file: distinct sentences evaluated (n: the distinct sentences it gave)", "", "count",
+                            unit="count"),
     }
 
     def __init__(self, dataset: str, *, seed: int = 0, perturbation: str = "ours", criteria: tuple[int, ...] = CRITERIA,
@@ -208,7 +216,18 @@ class AlignSimTask(Task):
             raise InputError("the ALIGN-SIM adjustment factors are computed only with criterion 2 or 4")
 
     @classmethod
+    def create(cls, dataset: str, options: dict) -> Task:
+        """A built-in dataset's task, or for ``@FILE`` the label-free criteria on the user's own texts."""
+        if dataset.startswith("@") and cls is AlignSimTask:
+            from embedlab.evaluation.alignsim.own_task import OwnTextsTask  # it builds on this module
+
+            return OwnTextsTask.create(dataset, options)
+        return super().create(dataset, options)
+
+    @classmethod
     def headline_of(cls, dataset: str) -> str | None:
+        if "@" in dataset:  # a user file (``stem@digest``): the triplet criteria's mean pass rate
+            return "triplet_pass_avg"
         return {"afin": "sim_adjusted", ADJUSTMENT: "alpha"}.get(dataset, cls.headline_metric)
 
     @classmethod

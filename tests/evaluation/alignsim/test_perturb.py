@@ -242,3 +242,14 @@ def test_perturbation_mode_is_part_of_the_sampling(tmp_path):
                for item in built.items["c3"] for change in item.changes)
     built.save(tmp_path)
     assert type(built).load(tmp_path, "mrpc").config == config
+
+
+def test_whole_word_jumbling_never_moves_a_clitic():
+    sentence = "A woman measures another woman's ankle, and he doesn't mind it at all."
+    tokens = lexicon.tag_sentences([sentence])[0]
+    words = Counter(word.strip(",.") for word in sentence.split())
+    for seed in range(10):
+        text, swaps = jumble(tokens, 2, stream_rng(seed, "clitics"), whole_words=True)
+        # whole words change places ("woman's" and "doesn't" stay whole), so the words between spaces are the same
+        assert Counter(word.strip(",.") for word in text.split()) == words and text != sentence
+        assert not {"'s", "n't", "does"} & {word for swap in swaps for word in swap["words"]}
