@@ -89,7 +89,7 @@ NEURAL_OPTIONS: dict[str, Option] = {
     "device": Option("auto", help=f"where the batched path runs: {DEVICES_HELP} (the reference path runs on the CPU)", validate=check_device),
     "dtype": Option("fp32", ("fp32", "bf16", "fp16", "auto"),
                     help="compute of the frozen forward and the vocabulary-wide products of micro-tuning: fp32 (exact), bf16, fp16, auto "
-                         "(the fastest native compute, measured once per machine); tuned vectors, AdamW state and weight changes stay "
+                         "(the fastest native compute, measured once per machine; fp32 on CUDA, where lower compute was slower); tuned vectors, AdamW state and weight changes stay "
                          "float32; batched path only; enters the fingerprint"),
     "memory": Option("auto", help="memory a batched group plans for: auto (CUDA: half the free device memory; CPU: the default group "
                      "size) or a size such as 512MB or 2GB; a group that still runs out is split in half and retried", validate=check_memory),
@@ -159,12 +159,9 @@ class NeuralEmbedder:
 
     @property
     def compute(self) -> str:
-        """The resolved ``dtype=``: ``auto`` is measured on the batched path's device (:mod:`embedlab.models.compute_choice`);
-        the reference path computes in fp32, so there ``auto`` is fp32."""
-        dtype = self.values["dtype"]
-        if dtype == "auto" and self.values["path"] == "reference":
-            return "fp32"
-        return resolve_compute(dtype, "none", resolve_device(self.values["device"]), self.masked_lm.hidden_size)
+        """The resolved ``dtype=`` (:func:`neural_compute`)."""
+        return neural_compute(self.values["dtype"], self.values["path"], resolve_device(self.values["device"]),
+                              lambda: self.masked_lm.hidden_size)
 
     @property
     def path(self) -> str:
@@ -272,3 +269,14 @@ class NeuralMethod(VectorMethod):
 
 # the output options (precision, truncate_dim) act in VectorMethod.encode, after the embedder
 NEURAL_FAMILY = Family("neural", {**NEURAL_OPTIONS, **OUTPUT_OPTIONS}, NeuralMethod, "neural embeddings: weight changes after micro-tuning on each text (neural-embeddings paper)")
+
+
+def neural_compute(dtype: str, path: str, device: torch.device, hidden: Callable[[], int]) -> str:
+    """The compute micro-tuning runs in for ``dtype=``: ``auto`` is measured on the batched path's device
+    (:mod:`embedlab.models.compute_choice`), except where lower compute is known not to pay for micro-tuning: the
+    reference path computes in fp32, and on CUDA the lowered copies cost more than they save (an H200: bf16 0.37×
+    fp32 end to end, docs/records/bench_neural.md), while the measured workload, an encoder block, was faster in
+    fp16, so it does not predict micro-tuning there. ``hidden`` (the model's width) is asked only when measuring."""
+    if dtype == "auto" and (path == "reference" or device.type == "cuda"):
+        return "fp32"
+    return resolve_compute(dtype, "none", device, hidden() if dtype == "auto" else None)

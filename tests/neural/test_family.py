@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from embedlab.neural.family import NEURAL_OPTIONS, NeuralEmbedder
 from embedlab.neural.inputs import BLUEPRINTS
@@ -124,3 +125,21 @@ def test_neural_family_specs(masked_minilm, sentences, tmp_path, monkeypatch) ->
     assert load("neural:minilm,skip-layer=1").spec == "neural:minilm,skip-layer=1"
     with pytest.raises(SpecError, match="skip-layer"):
         load("neural:minilm,skip-layer=5")
+
+
+def test_auto_is_fp32_where_lower_compute_does_not_pay_for_micro_tuning() -> None:
+    """dtype=auto keeps fp32 on the reference path and on CUDA (lower compute measured slower for micro-tuning on
+    an H200: docs/records/bench_neural.md) without timing anything; elsewhere it is measured."""
+    import warnings
+
+    from embedlab.neural.family import neural_compute
+
+    def never() -> int:
+        raise AssertionError("the compute was measured")
+
+    assert neural_compute("auto", "batched", torch.device("cuda"), never) == "fp32"  # no GPU needed: nothing runs
+    assert neural_compute("auto", "reference", torch.device("cpu"), never) == "fp32"
+    assert neural_compute("fp32", "batched", torch.device("cpu"), never) == "fp32"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a CPU without native bf16 warns; an explicit dtype is kept as asked
+        assert neural_compute("bf16", "batched", torch.device("cpu"), lambda: 384) == "bf16"
