@@ -295,14 +295,8 @@ def read_shards(folder: str | Path, *, partial: bool = False) -> tuple:
     folder that is still being written (or was stopped): ``(ids, vectors, mask)`` with one row per input
     text, the unfinished rows zero (id ``None``) and ``mask`` True where a row is finished.
     The matrix is C-contiguous (FAISS-ready), float32, or int8/uint8 where the spec's ``precision=`` says."""
-    output = OutputFolder(folder)
-    manifest = output.read_manifest()
-    if manifest is None:
-        raise FileNotFoundError(f"{output.manifest_path} not found: {output.path} is not an embedlab output folder")
-    texts, shard_size, dimension, entries = _manifest_layout(output, manifest)
-    count = -(-texts // shard_size) if shard_size > 0 else 0
-    expected_rows = {index: min(shard_size, texts - index * shard_size) for index in range(count)}
-    listed = _listed_shards(output, entries, expected_rows)
+    output, manifest, (texts, shard_size, dimension), expected_rows, listed = _checked_layout(folder)
+    count = len(expected_rows)
     missing = [index for index in range(count) if index not in listed]
     done = sum(expected_rows[index] for index in listed)
     if (missing or not manifest.get("complete")) and not partial:
@@ -327,6 +321,19 @@ def read_shards(folder: str | Path, *, partial: bool = False) -> tuple:
     if partial:
         return ids, vectors, mask
     return ids, np.ascontiguousarray(np.vstack(blocks) if blocks else np.zeros((0, dimension), dtype), dtype=dtype)
+
+
+def _checked_layout(folder: str | Path) -> tuple[OutputFolder, dict, tuple[int, int, int], dict[int, int], dict[int, dict]]:
+    """An output folder, its manifest, (texts, shard size, dimension), each shard's rows the manifest implies and the
+    shards it lists, checked against each other (:func:`_listed_shards`)."""
+    output = OutputFolder(folder)
+    manifest = output.read_manifest()
+    if manifest is None:
+        raise FileNotFoundError(f"{output.manifest_path} not found: {output.path} is not an embedlab output folder")
+    texts, shard_size, dimension, entries = _manifest_layout(output, manifest)
+    count = -(-texts // shard_size) if shard_size > 0 else 0
+    expected_rows = {index: min(shard_size, texts - index * shard_size) for index in range(count)}
+    return output, manifest, (texts, shard_size, dimension), expected_rows, _listed_shards(output, entries, expected_rows)
 
 
 def _manifest_layout(output: OutputFolder, manifest: dict) -> tuple[int, int, int, list]:
@@ -375,13 +382,8 @@ def _checked_shard(output: OutputFolder, entry: dict, dimension: int) -> tuple[l
 def read_shard_text_hashes(folder: str | Path) -> np.ndarray | None:
     """Every row's :func:`text_hash` of a complete output folder, in input order (uint64); None when a shard
     was written by an embedlab that stored no hashes. Each shard is checked as :func:`read_shards` checks it."""
-    output = OutputFolder(folder)
-    manifest = output.read_manifest()
-    if manifest is None:
-        raise FileNotFoundError(f"{output.manifest_path} not found: {output.path} is not an embedlab output folder")
-    texts, shard_size, _, entries = _manifest_layout(output, manifest)
-    count = -(-texts // shard_size) if shard_size > 0 else 0
-    listed = _listed_shards(output, entries, {index: min(shard_size, texts - index * shard_size) for index in range(count)})
+    output, _, _, expected_rows, listed = _checked_layout(folder)
+    count = len(expected_rows)
     blocks = []
     for index in range(count):
         path = _entry_path(output, listed[index]) if index in listed else None

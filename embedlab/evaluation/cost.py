@@ -20,7 +20,6 @@ with every record: a dict of exactly :data:`COST_KEYS`.
 from __future__ import annotations
 
 import os
-import platform
 import sys
 import threading
 import time
@@ -30,6 +29,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
+from embedlab.runtime.machine import cpu_model
 from embedlab.runtime.reuse import counting_reuse, current_reuse
 
 T = TypeVar("T")
@@ -60,18 +60,6 @@ class CallCost:
     @classmethod
     def from_json(cls, stored: dict[str, Any]) -> CallCost:
         return cls(**{key: stored.get(key) for key in cls.__dataclass_fields__})
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``; ``platform.processor()`` elsewhere)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def thread_count() -> int:

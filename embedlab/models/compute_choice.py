@@ -19,7 +19,6 @@ of the timings (tests inject them).
 from __future__ import annotations
 
 import json
-import platform
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -32,6 +31,7 @@ from embedlab.models.precision import NATIVE_BF16_FLAGS, TORCH_DTYPES, cpu_flags
 from embedlab.runtime.cache.atomic import atomic_write_text
 from embedlab.runtime.cache.budget import mark_recomputable
 from embedlab.runtime.cache.hashing import cache_key
+from embedlab.runtime.machine import cpu_model
 from embedlab.runtime.memo import memo
 from embedlab.runtime.progress import status
 from embedlab.runtime.settings import cache_dir, cache_root
@@ -66,18 +66,7 @@ def machine_description(device: torch.device) -> str:
     """What a decision holds for: the CPU model (or GPU name), the torch version and the torch thread count."""
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)}; torch {torch.__version__}"
-    return f"{_cpu_model()}; torch {torch.__version__}; {torch.get_num_threads()} threads"
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+    return f"{cpu_model()}; torch {torch.__version__}; {torch.get_num_threads()} threads"
 
 
 def lower_computes(device: torch.device) -> dict[str, str | None]:
