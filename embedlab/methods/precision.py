@@ -21,7 +21,7 @@ import numpy as np
 
 from embedlab.errors import InputError
 from embedlab.models.loading import default_device, model_traits
-from embedlab.models.precision import resolve_compute
+from embedlab.models.compute_choice import resolve_compute
 from embedlab.spec import MethodSpec, Option, SpecError, whole_number
 
 DTYPE_OPTION = Option("fp32", ("fp32", "bf16", "fp16", "auto"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -178,3 +179,19 @@ def stored_choices() -> list[ComputeChoice]:
         except (OSError, ValueError, TypeError):
             continue
     return sorted(choices, key=lambda choice: choice.measured_at)
+
+
+def resolve_compute(dtype: str, quantize: str, device: torch.device | str = "cpu", hidden: int | None = None) -> str:
+    """The compute a spec's ``dtype=`` and ``quantize=`` ask for on ``device``: ``auto`` becomes the fastest
+    native compute within the quality budget, measured once per machine on a workload of width ``hidden``
+    (:func:`measured_compute`); an explicit bf16 without native support warns (it runs, slowly)."""
+    if quantize == "int8":
+        return "int8"
+    if dtype == "auto":
+        return measured_compute(device, hidden).compute
+    if dtype == "bf16" and not native_bf16(device):
+        missing = " or ".join(NATIVE_BF16_FLAGS)
+        warnings.warn(f"dtype=bf16: this CPU has no native bf16 ({missing} missing from its flags, torch capability "
+                      f"{torch.backends.cpu.get_cpu_capability()}); torch emulates it, slower than fp32. "
+                      "dtype=auto picks bf16 only where it is native", RuntimeWarning, stacklevel=3)
+    return dtype

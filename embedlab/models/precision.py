@@ -62,24 +62,6 @@ def native_bf16(device: torch.device | str = "cpu") -> bool:
     return capability.startswith("AVX512") and any(flag in cpu_flags() for flag in NATIVE_BF16_FLAGS)
 
 
-def resolve_compute(dtype: str, quantize: str, device: torch.device | str = "cpu", hidden: int | None = None) -> str:
-    """The compute a spec's ``dtype=`` and ``quantize=`` ask for on ``device``: ``auto`` becomes the fastest
-    native compute within the quality budget, measured once per machine on a workload of width ``hidden``
-    (:mod:`embedlab.models.compute_choice`); an explicit bf16 without native support warns (it runs, slowly)."""
-    if quantize == "int8":
-        return "int8"
-    if dtype == "auto":
-        from embedlab.models.compute_choice import measured_compute  # it reads this module's flags at import
-
-        return measured_compute(device, hidden).compute
-    if dtype == "bf16" and not native_bf16(device):
-        missing = " or ".join(NATIVE_BF16_FLAGS)
-        warnings.warn(f"dtype=bf16: this CPU has no native bf16 ({missing} missing from its flags, torch capability "
-                      f"{torch.backends.cpu.get_cpu_capability()}); torch emulates it, slower than fp32. "
-                      "dtype=auto picks bf16 only where it is native", RuntimeWarning, stacklevel=3)
-    return dtype
-
-
 def fingerprint_suffix(compute: str) -> str:
     """What a compute adds to a model's fingerprint: nothing for fp32 (identities as before), ``-bf16`` …"""
     return "" if compute == "fp32" else f"-{compute}"

@@ -37,7 +37,8 @@ import torch
 from embedlab.errors import InputError
 from embedlab.methods.base import Family, VectorMethod
 from embedlab.methods.precision import OUTPUT_OPTIONS
-from embedlab.models.precision import fingerprint_suffix, resolve_compute
+from embedlab.models.compute_choice import resolve_compute
+from embedlab.models.precision import fingerprint_suffix
 from embedlab.neural.batched import batched_supported
 from embedlab.neural.candidates import SOFTMAX_MODES
 from embedlab.neural.device import DEVICES_HELP, check_device, check_memory, resolve_device

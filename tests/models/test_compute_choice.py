@@ -49,25 +49,25 @@ def timed(isolated_cache, monkeypatch):
 
 def test_auto_is_measured_once_per_machine_kept_in_the_cache_and_shown(timed, isolated_cache, capsys):
     calls = timed({"fp32": 6.33, "bf16": 8.84})
-    assert precision.resolve_compute("auto", "none", "cpu", hidden=384) == "fp32"
+    assert compute_choice.resolve_compute("auto", "none", "cpu", hidden=384) == "fp32"
     assert calls == [("fp32", "bf16")]
     assert "dtype=auto: fp32" in capsys.readouterr().err  # printed once, when decided
     stored = json.loads(next((isolated_cache / "compute_choice").glob("*.json")).read_text())
     assert stored["compute"] == "fp32" and stored["seconds"] == {"fp32": 6.33, "bf16": 8.84} and stored["hidden"] == 384
     assert str(torch.get_num_threads()) in stored["machine"] and torch.__version__ in stored["machine"]
     clear()  # a new process: the decision is read back, not measured again
-    assert precision.resolve_compute("auto", "none", "cpu", hidden=384) == "fp32" and len(calls) == 1
+    assert compute_choice.resolve_compute("auto", "none", "cpu", hidden=384) == "fp32" and len(calls) == 1
     assert main(["cache", "info"]) == 0
     assert "dtype=auto: fp32 for width 384" in capsys.readouterr().out
     assert main(["cache", "clear"]) == 0  # cleared with the rest: the next use measures again
     clear()
-    assert precision.resolve_compute("auto", "none", "cpu", hidden=384) == "fp32" and len(calls) == 2
+    assert compute_choice.resolve_compute("auto", "none", "cpu", hidden=384) == "fp32" and len(calls) == 2
 
 
 def test_auto_picks_bf16_where_the_measurement_says_it_is_faster(timed):
     calls = timed({"fp32": 6.71, "bf16": 4.20})
-    assert precision.resolve_compute("auto", "none", "cpu", hidden=768) == "bf16"
-    assert precision.resolve_compute("auto", "none", "cpu", hidden=384) == "bf16" and len(calls) == 2  # one per width
+    assert compute_choice.resolve_compute("auto", "none", "cpu", hidden=768) == "bf16"
+    assert compute_choice.resolve_compute("auto", "none", "cpu", hidden=384) == "bf16" and len(calls) == 2  # one per width
 
 
 def test_the_workload_runs_in_each_compute():

@@ -33,15 +33,15 @@ def test_auto_considers_bf16_only_where_it_is_native(cpu, capability, flags, nat
     assert precision.native_bf16("cpu") is native
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # auto never warns
-        assert precision.resolve_compute("auto", "none", "cpu") == ("bf16" if native else "fp32")
+        assert compute_choice.resolve_compute("auto", "none", "cpu") == ("bf16" if native else "fp32")
     assert timed == ([("fp32", "bf16")] if native else [])  # an emulated bf16 is not even timed
-    assert precision.resolve_compute("fp32", "int8", "cpu") == "int8"
+    assert compute_choice.resolve_compute("fp32", "int8", "cpu") == "int8"
 
 
 def test_explicit_bf16_without_native_support_warns_naming_the_missing_flag(cpu):
     cpu("AVX2", {"avx2", "fma"})
     with pytest.warns(RuntimeWarning, match="avx512_bf16 or amx_bf16 missing.*capability AVX2"):
-        assert precision.resolve_compute("bf16", "none", "cpu") == "bf16"
+        assert compute_choice.resolve_compute("bf16", "none", "cpu") == "bf16"
 
 
 def test_fp32_adds_nothing_to_a_fingerprint():

@@ -164,7 +164,7 @@ class AlignSimTask(Task):
     description = "ALIGN-SIM: five task-free semantic-alignment criteria (Mahajan et al., §4–5)"
     datasets = ALL_DATASETS + (ADJUSTMENT,)
     options = ("seed", "perturbation", "criteria")
-    user_files = True  # alignsim:@FILE, the label-free criteria on a user's own texts (own_task.OwnTextsTask)
+    user_files = True  # alignsim:@FILE: own_task.OwnTextsTask reads it (harness.USER_FILE_TASKS)
     needs_vectors = False
     headline_metric = "sim_diff_mean"
     metrics = {
@@ -214,15 +214,6 @@ class AlignSimTask(Task):
             raise InputError(f"unknown ALIGN-SIM dataset {dataset!r}; expected one of {', '.join(self.datasets)}")
         if dataset == ADJUSTMENT and not self.setup.adjusted:
             raise InputError("the ALIGN-SIM adjustment factors are computed only with criterion 2 or 4")
-
-    @classmethod
-    def create(cls, dataset: str, options: dict) -> Task:
-        """A built-in dataset's task, or for ``@FILE`` the label-free criteria on the user's own texts."""
-        if dataset.startswith("@") and cls is AlignSimTask:
-            from embedlab.evaluation.alignsim.own_task import OwnTextsTask  # it builds on this module
-
-            return OwnTextsTask.create(dataset, options)
-        return super().create(dataset, options)
 
     @classmethod
     def headline_of(cls, dataset: str) -> str | None:

@@ -16,7 +16,6 @@ from embedlab.errors import InputError
 from embedlab.evaluation.alignsim.items import SamplingConfig
 from embedlab.evaluation.alignsim.own_items import build_own_set
 from embedlab.evaluation.alignsim.own_task import HEADLINE, NO_PAIRS_NOTE, OwnTextsTask
-from embedlab.evaluation.alignsim.task import AlignSimTask
 from embedlab.evaluation.harness import evaluate, headline_of, parse_tasks
 
 SENTENCE_COUNT = 24
@@ -134,7 +133,7 @@ def test_bad_files_are_refused_before_any_encoding(tmp_path, sts_sentences, case
 
 
 def test_the_task_declares_its_headline():
-    task = AlignSimTask.create("@" + __file__, {})
+    [task] = parse_tasks("alignsim:@" + __file__)
     assert isinstance(task, OwnTextsTask) and task.headline_metric == HEADLINE
     assert headline_of("alignsim", task.dataset) == HEADLINE
     assert headline_of("alignsim", "qqp") == "sim_diff_mean"  # the built-in datasets keep theirs
