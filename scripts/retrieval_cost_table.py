@@ -19,25 +19,21 @@ from collections.abc import Sequence
 from embedlab.evaluation.records import Record
 from embedlab.evaluation.settings_groups import compact_settings, settings_json
 from embedlab.results.database import ResultsDB
-from embedlab.results.tables import format_cell, render
+from embedlab.results.tables import cost_figure, format_cell, render
 
 METRICS = ("ndcg@10", "mrr@10", "recall@100")
 HEADER = ("method", "task settings", "nDCG@10 [95 % CI]", "MRR@10 [95 % CI]", "recall@100 [95 % CI]",
           "encode: wall s, CPU s", "texts/s", "bytes/vector", "peak memory MB", "CPU, threads", "note")
 
 
-def _dash(value: float | None, form: str) -> str:
-    return "–" if value is None else form.format(value)
-
-
 def _cost_cells(cost: dict | None) -> list[str]:
     """The cost columns of one row: what the store recorded, ``–`` where it holds nothing."""
     cost = cost or {}
     seconds = "–" if cost.get("encode_seconds") is None else (
-        f"{cost['encode_seconds']:,.1f} s, {_dash(cost.get('cpu_seconds'), '{:,.1f}')} CPU s")
+        f"{cost_figure(cost['encode_seconds'], 1)} s, {cost_figure(cost.get('cpu_seconds'), 1)} CPU s")
     machine = "–" if cost.get("cpu_model") is None else f"{cost['cpu_model']}, {cost.get('threads')}"
-    return [seconds, _dash(cost.get("texts_per_second"), "{:,.0f}"), _dash(cost.get("bytes_per_vector"), "{:,.0f}"),
-            _dash(cost.get("peak_memory_mb"), "{:,.0f}"), machine]
+    return [seconds, *(cost_figure(cost.get(name), 0) for name in ("texts_per_second", "bytes_per_vector", "peak_memory_mb")),
+            machine]
 
 
 def _note(cost: dict | None, rerank_seconds: Record | None) -> str:

@@ -173,7 +173,7 @@ def format_costs(records: Sequence[Record], output_format: str) -> str:
     rows = []
     for key, cost in runs.items():
         cost = cost or {"note": "no cost recorded (stored before costs were)"}
-        numbers = [_figure(cost.get(name), digits) for name, digits in
+        numbers = [cost_figure(cost.get(name), digits) for name, digits in
                    (("encode_seconds", 2), ("cpu_seconds", 2), ("texts", 0), ("texts_per_second", 1), ("peak_memory_mb", 1),
                     ("bytes_per_vector", 0), ("parameters", 0), ("threads", 0))]
         note = "; ".join(part for part in ("partial" if cost.get("partial") else "", cost.get("note") or "") if part)
@@ -181,7 +181,8 @@ def format_costs(records: Sequence[Record], output_format: str) -> str:
     return render(COST_HEADER, rows, output_format)
 
 
-def _figure(value: object, digits: int) -> str:
+def cost_figure(value: object, digits: int) -> str:
+    """One cost figure as tables print it: ``digits`` decimals for a float, thousands separated; ``–`` for none."""
     if value is None:
         return "–"
     return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
