@@ -29,6 +29,7 @@ from embedlab.data.wikitext import wikitext2_file, wikitext2_sentences
 from embedlab.evaluation.base import Method, Metric, Task
 from embedlab.evaluation.records import Record, UnitScores
 from embedlab.evaluation.scoring import Encoded, unit_rows
+from embedlab.runtime.memo import memo
 
 
 def isoscore(points: np.ndarray) -> float:
@@ -99,13 +100,18 @@ class IsotropyTask(Task):
 
     def check_data(self) -> None:
         if self.path is not None:
-            read_own_texts(self.path, split=False)  # empty, binary or too few texts: refused before encoding
+            self.own_texts()  # empty, binary or too few texts: refused before encoding
         else:
             wikitext2_file(self.split)  # present (sentences are split, and cached, when the task runs)
 
+    def own_texts(self) -> list[str]:
+        """The user file's texts, read once per process (the dataset name holds the file's digest)."""
+        return memo("geometry.own_texts", maxsize=4).get(self.dataset,
+                                                          lambda: read_own_texts(self.path, split=False).sentences)
+
     def run(self, method: Method) -> list[Record]:
         self.check(method)
-        sentences = read_own_texts(self.path, split=False).sentences if self.path else wikitext2_sentences(self.split)
+        sentences = self.own_texts() if self.path else wikitext2_sentences(self.split)
         encoded = Encoded(method, sentences)
         return [self.record(method, "all" if self.path else self.split, "isoscore", isoscore(encoded.vectors),
                             len(encoded.texts), note=_ISOSCORE_NOTE)]
@@ -135,8 +141,8 @@ class AlignmentTask(Task):
 
     def load(self) -> OwnPairs:
         """The pairs and which are positive: STS-B train's pairs scored 5.0, or a user file's positives."""
-        if self.path is not None:
-            return read_own_pairs(self.path)
+        if self.path is not None:  # read once per process (the dataset name holds the file's digest)
+            return memo("geometry.own_pairs", maxsize=4).get(self.dataset, lambda: read_own_pairs(self.path))
         data = stsb("train")
         return OwnPairs(data.name, data.first, data.second, data.scores == 5.0, list(range(1, len(data) + 1)))
 
