@@ -257,6 +257,44 @@ def test_large_allocations_get_their_own_mapping_after_keep_large_allocations_ap
     assert mapped_bytes("apart") >= 8 << 20
 
 
+_ARENAS_AFTER_THREADS = """
+import ctypes, os, sys, tempfile, threading
+from embedlab.runtime.memory import limit_malloc_arenas
+if sys.argv[1] != "default":
+    limit_malloc_arenas(int(sys.argv[1]))
+libc = ctypes.CDLL(None)
+start, done = threading.Barrier(8), threading.Barrier(8)
+def allocate():
+    start.wait()  # all at once, so that each finds the others' arenas locked
+    blocks = [ctypes.create_string_buffer(1000) for _ in range(2000)]
+    done.wait()
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+libc.fopen.restype = ctypes.c_void_p
+path = tempfile.mktemp()
+stream = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, ctypes.c_void_p(stream))
+libc.fclose(ctypes.c_void_p(stream))
+print(open(path).read().count("<heap nr="))
+os.remove(path)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or "glibc" not in " ".join(platform.libc_ver()), reason="glibc's malloc")
+def test_limit_malloc_arenas_caps_the_heaps_that_threads_create():
+    """glibc's malloc_info lists one heap per arena: eight threads allocating at once make several without the
+    call, and at most the limit with it."""
+    def heaps(limit: str) -> int:
+        finished = subprocess.run([sys.executable, "-c", _ARENAS_AFTER_THREADS, limit], capture_output=True, text=True,
+                                  check=True, cwd=Path(__file__).resolve().parent.parent)
+        return int(finished.stdout.strip())
+
+    assert heaps("default") > 2
+    assert heaps("2") <= 2
+    assert heaps("1") == 1
+
+
 def test_token_states_uncached_holds_for_its_own_thread_only():
     """The switch is scoped to the block's thread: another thread's model runs keep storing token states."""
     import threading

@@ -10,11 +10,13 @@ flight. The web stack is imported only when the command runs (``pip install 'emb
 from __future__ import annotations
 
 import argparse
+import os
 import warnings
 
 from embedlab.cli.arguments import non_negative_float, non_negative_int, positive_int
 from embedlab.errors import InputError
 from embedlab.runtime.extras import MissingExtraError
+from embedlab.runtime.memory import limit_malloc_arenas
 from embedlab.runtime.progress import status
 from embedlab.runtime.settings import serve_api_key
 
@@ -69,6 +71,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if options.api_key is None and not is_loopback(args.host):
         warnings.warn(f"--host {args.host} without --api-key (or EMBEDLAB_API_KEY): anyone who reaches this port can use "
                       "the server", stacklevel=1)
+    limit_malloc_arenas(max(2, len(os.sched_getaffinity(0))))  # before any thread starts: see the function
     sock = bind(args.host, args.port)  # a port in use is refused before the methods load
     try:
         served = load_served(args.spec, parse_aliases(args.name), fit_on=args.fit_on, fitted=args.fitted, batch_size=args.batch_size)

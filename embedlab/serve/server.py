@@ -22,6 +22,12 @@ from fastapi import FastAPI
 from embedlab.errors import InputError
 
 GRACEFUL_SHUTDOWN_S = 60  # in-flight requests get this long to finish after SIGTERM
+# uvloop's event loop and httptools' parser (the serve extra), named rather than left to uvicorn's "auto", which
+# falls back without a word: one openai client sending 50 small requests in turn waited 96 ms per request (p50)
+# on asyncio's loop with h11 or httptools, 51 ms on uvloop (either parser), as infinity-emb does on the same
+# machine (docs/records/bench_serve.md, 2026-11-28 19:10)
+EVENT_LOOP = "uvloop"
+HTTP_PARSER = "httptools"
 
 
 class GracefulServer(uvicorn.Server):
@@ -96,6 +102,6 @@ def listen(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: socket
     except OSError:
         sock.close()
         raise
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", loop=EVENT_LOOP, http=HTTP_PARSER,
                             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, server_header=False)
     return Listener(GracefulServer(config), sock)

@@ -93,3 +93,26 @@ def test_sigterm_answers_the_requests_in_flight_then_exits_cleanly(server, tiny_
     assert "Traceback" not in process.stderr.read()
     with pytest.raises(httpx.ConnectError):  # gone: nothing listens any more
         _embed(url, TEXTS[:1])
+
+
+def test_the_server_runs_on_uvloop_and_httptools() -> None:
+    """Named, not left to uvicorn's "auto" (which falls back to asyncio and h11 without a word): on asyncio's loop
+    one client's small requests waited about twice as long (embedlab.serve.server)."""
+    import uvloop
+    from fastapi import FastAPI
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from embedlab.serve.server import listen
+
+    listener = listen(FastAPI(), port=0)
+    try:
+        config = listener.server.config
+        config.load()
+        assert config.http_protocol_class is HttpToolsProtocol
+        assert config.loop == "uvloop"
+        loop = config.get_loop_factory()() if hasattr(config, "get_loop_factory") else None
+        if loop is not None:
+            assert isinstance(loop, uvloop.Loop)
+            loop.close()
+    finally:
+        listener.socket.close()
