@@ -119,12 +119,14 @@ def _forward_states(
 
     states: list[torch.Tensor] = [torch.empty(0)] * len(group)
     plain, plain_masks = [], []
-    batches = same_shape_batches(group, token_budget)
+    # largest first, all handed out at once: a stream that ends a small batch takes the next instead of waiting
+    # for a longer one before it (the group's features are all kept anyway); each batch's numbers are the same
+    batches = sorted(same_shape_batches(group, token_budget), key=lambda batch: -sum(group[index].input_ids.numel() for index in batch))
     staged = _StagedBatches(group, batches, device)
     try:
         with torch.inference_mode():
             # one batch per core (runtime/streams.py): the same numbers as one thread, no barrier between small ops
-            for batch, selected in zip(batches, ordered_map(masked_states, staged, stream_count(device))):
+            for batch, selected in zip(batches, ordered_map(masked_states, staged, stream_count(device), ahead=len(batches))):
                 for index, text_states in zip(batch, selected.split([group[index].masked_positions for index in batch])):
                     states[index] = text_states
             if need_plain:

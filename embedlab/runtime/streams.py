@@ -35,9 +35,13 @@ def _one_thread() -> None:
     torch.set_num_threads(1)
 
 
-def ordered_map(work: Callable[[Item], Result], items: Iterable[Item], streams: int) -> Iterator[Result]:
+def ordered_map(work: Callable[[Item], Result], items: Iterable[Item], streams: int, ahead: int | None = None) -> Iterator[Result]:
     """``work(item)`` for each item, in order, ``streams`` items at a time on their own threads (torch
-    ops single-threaded, without gradients). ``streams < 2`` runs on the calling thread as a plain map."""
+    ops single-threaded, without gradients). ``streams < 2`` runs on the calling thread as a plain map.
+
+    ``ahead`` (default ``streams``): how many items may be handed out before the oldest one's result is
+    taken. With the default a stream that finishes a short item waits for the oldest, longer one; a larger
+    ``ahead`` lets it go on to the next items meanwhile, at the cost of holding up to ``ahead`` results."""
     if streams < 2:
         yield from map(work, items)
         return
@@ -50,8 +54,9 @@ def ordered_map(work: Callable[[Item], Result], items: Iterable[Item], streams: 
     try:
         with ThreadPoolExecutor(max_workers=streams, initializer=_one_thread, thread_name_prefix="embedlab-stream") as pool:
             pending: deque[Future[Result]] = deque()
+            limit = max(streams, ahead or streams)
             for item in items:
-                if len(pending) == streams:
+                if len(pending) == limit:
                     yield pending.popleft().result()
                 pending.append(pool.submit(run, item))
             while pending:

@@ -73,7 +73,7 @@ def test_forward_batches_run_one_per_core_with_one_threads_numbers(masked_minilm
     group = [text_inputs(text, masked_minilm.tokenizer, masked_minilm.max_length, BLUEPRINTS, "t") for text in sentences]
     streams: list[int] = []
     original = frozen.ordered_map
-    monkeypatch.setattr(frozen, "ordered_map", lambda work, items, count: streams.append(count) or original(work, items, count))
+    monkeypatch.setattr(frozen, "ordered_map", lambda work, items, count, ahead: streams.append(count) or original(work, items, count, ahead))
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)

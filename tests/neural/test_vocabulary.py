@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from embedlab.neural.vocabulary import lowered_decoder, softmax_terms
+from embedlab.neural.vocabulary import lowered_copy, lowered_decoder, softmax_terms
 
 
 @pytest.fixture
@@ -33,3 +33,25 @@ def test_lower_compute_terms_are_float32_and_close(head, compute) -> None:
     tolerance = 0.05 if compute == "bf16" else 0.01  # logits rounded to 8 (bf16) or 11 (fp16) bits of mantissa, |logit| ≲ 8
     assert torch.allclose(normaliser, exact_normaliser, atol=tolerance) and torch.allclose(mean, exact_mean, atol=tolerance)
     assert not torch.equal(mean, exact_mean)
+
+
+def test_lowered_copy_equals_a_deep_copy_cast_and_keeps_ties_and_the_original() -> None:
+    """The copy made by casting each tensor once equals ``deepcopy(model).to(dtype)`` bit for bit (the same casts),
+    keeps tied weights tied, and leaves the float32 model as it was."""
+    import copy
+
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    model = BertForMaskedLM(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)).eval()
+    before = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    lowered = lowered_copy(model, torch.bfloat16)
+    reference = copy.deepcopy(model).to(torch.bfloat16)
+    assert lowered.state_dict().keys() == reference.state_dict().keys()
+    for name, tensor in reference.state_dict().items():
+        assert lowered.state_dict()[name].dtype == tensor.dtype and torch.equal(lowered.state_dict()[name], tensor), name  # the same casts
+    assert lowered.get_output_embeddings().weight is lowered.get_input_embeddings().weight  # still tied
+    assert all(torch.equal(tensor, before[name]) and tensor.dtype == before[name].dtype for name, tensor in model.state_dict().items())
+    ids = torch.tensor([[2, 7, 9, 3]])
+    with torch.inference_mode():
+        assert torch.equal(lowered(input_ids=ids).logits, reference(input_ids=ids).logits)  # the same modules, the same weights

@@ -28,6 +28,23 @@ def test_results_come_in_input_order_with_at_most_streams_in_flight():
     assert torch.get_num_threads() == threads  # the caller's thread count is given back
 
 
+def test_ahead_lets_a_free_stream_start_later_items_while_the_oldest_still_runs():
+    """Item 0 waits until item 3 has started. With ``ahead`` = streams (the default) item 3 is handed out only
+    after item 0's result is taken, so item 0 times out; with ``ahead`` = 4 the second stream reaches it."""
+    def run(ahead: int | None) -> list[tuple[int, bool]]:
+        started = threading.Event()
+
+        def work(item: int) -> tuple[int, bool]:
+            if item == 3:
+                started.set()
+            return item, started.wait(timeout=0.5) if item == 0 else True
+
+        return list(ordered_map(work, range(6), streams=2, ahead=ahead))
+
+    assert run(4) == [(item, True) for item in range(6)]  # in input order, item 0 saw item 3 start
+    assert run(None)[0] == (0, False)
+
+
 def test_one_stream_is_a_plain_map_on_the_calling_thread():
     caller = threading.get_ident()
     assert list(ordered_map(lambda item: (item * 2, threading.get_ident() == caller), [3, 1], streams=1)) == [(6, True), (2, True)]
