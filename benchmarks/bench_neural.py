@@ -10,7 +10,7 @@ each path (analytic count of the work it does), and a plain matrix-multiply GFLO
     HF_HUB_OFFLINE=1 python benchmarks/bench_neural.py --device cuda --texts 2000 --threads 2
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/bench_neural.py --compare speed --texts 200 --block 50 [--device cuda]
 
-``--compare speed`` (:mod:`neural_speed`): exact fp32, exact bf16, candidates fp32 and candidates bf16 end to end
+``--compare speed`` (:mod:`neural_speed`): exact fp32, exact bf16, candidates fp32, candidates bf16 and candidates bf16 with K = 128 end to end
 (``embedlab.load(spec).encode``), each from an empty cache folder, interleaved block by block with exact fp32:
 texts/s, ratio to exact fp32, cosine min/mean to it, STS-B Spearman with a bootstrap interval, and what
 ``dtype=auto`` measured here; with ``--device cuda`` the specs run there (CUDA autocast for bf16).
