@@ -104,10 +104,9 @@ def isolated_cache(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def wikitext_caches(minilm):
-    """``seed(root)``: copy the suite cache's default-model reference statistics (idf^W, token counts; the
-    WikiText-2 sentences they count are sliced from the shipped offsets, not cached) into the fresh cache
-    ``root``. Built once per machine, they are an input, not the subject, of tests that start from an empty cache for
-    another reason (streaming, token states): those start from these copies instead of recomputing them."""
+    """``seed(root)``: copy the suite cache's default-model reference statistics (idf^W, token counts: the
+    shipped ones, copied into the cache on first use) into the fresh cache ``root``. They are an input, not the
+    subject, of tests that start from an empty cache for another reason (streaming, token states)."""
     import shutil
 
     from embedlab.pooling.weights import reference_token_statistics

@@ -63,6 +63,11 @@ def _check_token_count(path: str, split: str) -> None:
         raise DataFormatError(f"{path}: {tokens} tokens, but the data README says {WIKITEXT_TOKENS[split]}")
 
 
+def wikitext2_sha256(split: str) -> str:
+    """SHA-256 of the bytes of WikiText-2 ``split``'s file: how shipped offsets and statistics recognise it."""
+    return hashlib.sha256(wikitext2_file(split).read_bytes()).hexdigest()
+
+
 def wikitext2_paragraphs(split: str = "train", unk_token: str = "<unk>") -> list[str]:
     """Non-empty, non-heading lines of WikiText-2 ``split``, detokenised."""
     paragraphs = []
@@ -76,8 +81,7 @@ def wikitext2_paragraphs(split: str = "train", unk_token: str = "<unk>") -> list
 
 def wikitext2_sentences(split: str = "train", min_chars: int = 10, unk_token: str = "<unk>") -> list[str]:
     """WikiText-2 sentences (pysbd's split) of at least ``min_chars`` characters, ``<unk>`` written ``unk_token``."""
-    source = wikitext2_file(split)
-    file_sha256 = hashlib.sha256(source.read_bytes()).hexdigest()
+    file_sha256 = wikitext2_sha256(split)
     shipped = spans_file(split)
     spans = read_sentence_spans(shipped) if shipped.is_file() else None
     if spans is not None and spans.file_sha256 == file_sha256:

@@ -86,6 +86,7 @@ CHILD = textwrap.dedent("""
         # the statistics of train's first sys.argv[3] sentences: the race is about the lock, not the corpus
         weights.wikitext2_sentences = lambda split, min_chars=10, unk_token="<unk>": (
             wikitext2_sentences(split, min_chars, unk_token)[: int(sys.argv[3])])
+        weights.shipped_statistics = lambda tokenizer, corpus_sha256: None  # count them: the race is the subject
         # the killed one dies while computing (holding the lock, nothing written yet); the survivor computes
         compute = hang if role == "killed" else weights._compute_reference_statistics
         weights._compute_reference_statistics = announce(compute)
@@ -170,6 +171,7 @@ def test_reference_statistics_built_by_two_processes_one_killed_equal_a_clean_bu
 
     monkeypatch.setattr(weights, "wikitext2_sentences", lambda split, min_chars=10, unk_token="<unk>": (
         wikitext2_sentences(split, min_chars, unk_token)[:REFERENCE_SENTENCES]))  # as the children do
+    monkeypatch.setattr(weights, "shipped_statistics", lambda tokenizer, corpus_sha256: None)
     monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "clean"))
     clear()
     clean_idf, clean_counts = weights.reference_token_statistics(minilm.tokenizer)  # a single-process build
