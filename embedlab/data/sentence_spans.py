@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from embedlab.data import DataFormatError
+from embedlab.data.reading import read_npz_fields
 from embedlab.runtime.cache.atomic import atomic_write_bytes
 
 SPANS_FOLDER = Path(__file__).resolve().parents[1] / "resources"
@@ -84,13 +84,7 @@ def write_sentence_spans(path: Path, file_sha256: str, paragraphs: Sequence[str]
 
 def read_sentence_spans(path: Path) -> SentenceSpans:
     """The offsets stored at ``path``, after checking their names, dtypes and ranges (DataFormatError if not)."""
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            fields = {name: stored[name] for name in stored.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
-        raise DataFormatError(f"{path}: not a readable sentence-offset file ({error})") from error
-    if sorted(fields) != sorted(_FIELDS):
-        raise DataFormatError(f"{path}: holds {sorted(fields)}, expected {sorted(_FIELDS)}")
+    fields = read_npz_fields(path, _FIELDS, "sentence-offset")
     paragraph, start, end = (fields[name] for name in _ARRAYS)
     if any(array.ndim != 1 or array.dtype.kind != "u" or len(array) != len(paragraph) for array in (paragraph, start, end)):
         raise DataFormatError(f"{path}: paragraph, start and end must be unsigned integer vectors of one length")

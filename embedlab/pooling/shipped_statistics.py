@@ -18,12 +18,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from embedlab.data import DataFormatError
+from embedlab.data.reading import read_npz_fields
 from embedlab.runtime.cache.atomic import atomic_write_bytes
 
 STATISTICS_FOLDER = Path(__file__).resolve().parents[1] / "resources"
@@ -62,7 +62,7 @@ def shipped_statistics(tokenizer, corpus_sha256: str, folder: Path = STATISTICS_
     path = statistics_file(digest, folder) if digest else None
     if path is None or not path.is_file():
         return None
-    fields = _read(path)
+    fields = read_npz_fields(path, _FIELDS, "reference-statistics")
     if str(fields["tokenizer_sha256"]) != digest or str(fields["corpus_sha256"]) != corpus_sha256:
         return None  # made for another tokenizer with the same name prefix, or another train file: count
     idf, counts = fields["idf"], fields["counts"]
@@ -72,17 +72,6 @@ def shipped_statistics(tokenizer, corpus_sha256: str, folder: Path = STATISTICS_
     if _arrays_digest(idf, counts) != str(fields["arrays_sha256"]):
         raise DataFormatError(f"{path}: its idf and counts are not the ones it was written with (damaged)")
     return idf, counts
-
-
-def _read(path: Path) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            fields = {name: stored[name] for name in stored.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
-        raise DataFormatError(f"{path}: not a readable reference-statistics file ({error})") from error
-    if sorted(fields) != sorted(_FIELDS):
-        raise DataFormatError(f"{path}: holds {sorted(fields)}, expected {sorted(_FIELDS)}")
-    return fields
 
 
 def _arrays_digest(idf: np.ndarray, counts: np.ndarray) -> str:
