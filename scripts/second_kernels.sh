@@ -17,8 +17,8 @@ aten="${ATEN:-avx2}"
 export ATEN_CPU_CAPABILITY="$aten" ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 MKL_CBWR=COMPATIBLE \
        OPENBLAS_CORETYPE=Haswell HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # a fresh cache: token states or vectors cached under the machine's own kernels would hide the forced ones.
-# It starts with copies of the suite cache's WikiText-2 sentence split and reference token counts (no float
-# arithmetic of the model in them), as the tests' own fresh caches do (tests/conftest.py: wikitext_caches).
+# It starts with copies of the suite cache's reference token counts and any cached WikiText-2 sentence split (no
+# float arithmetic of the model in them; the shared files' split is sliced from shipped offsets, not cached), as the tests' own fresh caches do (tests/conftest.py: wikitext_caches).
 suite_cache="$("$python" -c 'from embedlab.runtime.settings import cache_dir; print(cache_dir("corpus").parent)')"
 cache="$(mktemp -d "${TMPDIR:-/tmp}/second-kernels-cache.XXXXXX")"
 trap 'rm -rf "$cache"' EXIT

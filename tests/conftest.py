@@ -104,10 +104,9 @@ def isolated_cache(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def wikitext_caches(minilm):
-    """``seed(root)``: copy the suite cache's WikiText-2 sentence split and the default model's reference
-    statistics (idf^W, token counts) into the fresh cache ``root``. Built once per machine (about a minute of
-    sentence splitting), they are an input, not the subject, of tests that start from an empty cache for
-    another reason (streaming, token states): those start from these copies instead of re-splitting."""
+    """``seed(root)``: copy the suite cache's default-model reference statistics (idf^W, token counts: the
+    shipped ones, copied into the cache on first use) into the fresh cache ``root``. They are an input, not the
+    subject, of tests that start from an empty cache for another reason (streaming, token states)."""
     import shutil
 
     from embedlab.pooling.weights import reference_token_statistics

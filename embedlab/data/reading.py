@@ -5,7 +5,8 @@ fails loudly instead of giving a silently different number)."""
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -95,3 +96,16 @@ def special_file_kind(path: Path) -> str | None:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return None
+
+
+def read_npz_fields(path: Path, fields: Sequence[str], what: str) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` file at ``path`` (no pickles), which must be exactly ``fields``; a file that is
+    not such an archive is refused with a DataFormatError naming it as a ``what`` file."""
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            arrays = {name: stored[name] for name in stored.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
+        raise DataFormatError(f"{path}: not a readable {what} file ({error})") from error
+    if sorted(arrays) != sorted(fields):
+        raise DataFormatError(f"{path}: holds {sorted(arrays)}, expected {sorted(fields)}")
+    return arrays

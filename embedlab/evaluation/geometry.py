@@ -73,13 +73,21 @@ def uniformity(points: np.ndarray, t: float = 2.0, block: int = 1024) -> float:
         raise InputError("uniformity needs at least two points")
     squared = np.sum(points ** 2, axis=1)
     partial = []
-    for start in range(0, count, block):
-        rows = slice(start, min(start + block, count))
-        distances = squared[rows, None] + squared[None, :] - 2 * points[rows] @ points.T
-        distances = np.maximum(distances, 0.0)
-        upper = np.arange(start, rows.stop)[:, None] < np.arange(count)[None, :]  # pairs i < j only
-        if upper.any():
-            partial.append(logsumexp(-t * distances[upper]))
+    for start in range(0, count - 1, block):
+        stop = min(start + block, count)
+        # pairs i < j only: this block's rows against the columns from its own first row on (the columns before
+        # it were paired with these rows by earlier blocks), so half the products and exponentials are never made
+        exponents = points[start:stop] @ points[start:].T  # then -t‖x − y‖², in place: no temporary arrays
+        exponents *= -2.0
+        exponents += squared[start:stop, None]
+        exponents += squared[None, start:]
+        np.maximum(exponents, 0.0, out=exponents)
+        exponents *= -t
+        size = stop - start
+        if size > 1:  # inside the block's square: above its diagonal
+            partial.append(logsumexp(exponents[np.triu_indices(size, k=1)]))
+        if stop < count:  # the columns after the block: every pair
+            partial.append(logsumexp(exponents[:, size:]))
     pairs = count * (count - 1) / 2
     return float(logsumexp(partial) - np.log(pairs))
 

@@ -7,7 +7,8 @@
   PromptBERT's appendix list of 33 frequent tokens is not available here, so we take the 33 most
   frequent non-special tokens of the reference corpus under the model's own tokenizer.
 
-Reference statistics are cached per vocabulary in the checksummed ``ArrayStore("reference")``.
+Reference statistics are cached per vocabulary in the checksummed ``ArrayStore("reference")``; the default
+model's are shipped with the package (:mod:`embedlab.pooling.shipped_statistics`) and copied there, not counted.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from embedlab.data.wikitext import wikitext2_sentences
+from embedlab.data.wikitext import wikitext2_sentences, wikitext2_sha256
 from embedlab.errors import InputError
+from embedlab.pooling.shipped_statistics import shipped_statistics
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.cache.locks import building
 from embedlab.runtime.memo import memo
@@ -79,18 +81,31 @@ def reference_token_statistics(tokenizer) -> tuple[np.ndarray, np.ndarray]:
         idf, counts = store.load(f"{vocabulary}-idf-wikitext2"), store.load(f"{vocabulary}-counts-wikitext2")
         if idf is not None and counts is not None:
             return idf, counts
+        shipped = shipped_statistics(tokenizer, wikitext2_sha256("train"))  # the default model's: no counting
+        if shipped is not None:
+            for name, array in zip(("idf", "counts"), shipped):
+                store.save(f"{vocabulary}-{name}-wikitext2", array)
+            return shipped
         return _compute_reference_statistics(tokenizer, store, vocabulary)
 
 
 def _compute_reference_statistics(tokenizer, store: ArrayStore, vocabulary: str) -> tuple[np.ndarray, np.ndarray]:
     sentences = wikitext2_sentences("train", min_chars=1, unk_token=tokenizer.unk_token or "<unk>")
-    encoded = tokenizer(sentences, add_special_tokens=False, verbose=False)["input_ids"]
-    vocab_size = len(tokenizer)
-    counts = np.bincount(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in encoded]), minlength=vocab_size)
-    idf = idf_from_documents((np.asarray(ids) for ids in encoded), vocab_size)
+    idf, counts = token_statistics(tokenizer, sentences)
     store.save(f"{vocabulary}-idf-wikitext2", idf)
     store.save(f"{vocabulary}-counts-wikitext2", counts)
     return idf, counts
+
+
+def token_statistics(tokenizer, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(idf, token counts) of ``sentences`` (each one document) under ``tokenizer``, special tokens not added."""
+    # ids only: the attention masks and token types the tokenizer would also build are a sixth of its time here
+    encoded = tokenizer(sentences, add_special_tokens=False, verbose=False, return_attention_mask=False,
+                        return_token_type_ids=False)["input_ids"]
+    documents = [np.asarray(ids, dtype=np.int64) for ids in encoded]
+    vocab_size = len(tokenizer)
+    counts = np.bincount(np.concatenate(documents), minlength=vocab_size)
+    return idf_from_documents(documents, vocab_size), counts
 
 
 def most_frequent_tokens(counts: np.ndarray, special_ids: Iterable[int], k: int = FREQUENT_TOKEN_COUNT) -> np.ndarray:

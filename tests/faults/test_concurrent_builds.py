@@ -5,14 +5,14 @@ beside it, takes over when the first dies, and its values equal a clean single-p
 Each case runs the real code in two child processes sharing one private cache: a generic ``ArrayStore.get``
 entry and the unpacking of a split-zip model (as all-mpnet-base-v2 is unpacked into the cache), whose builders
 are killed halfway through writing (that half-written file is never read, and is swept as an orphan), and the
-WikiText-2 reference statistics (idf^W and token counts), whose builder is killed while computing them.
+WikiText-2 reference statistics (idf^W and token counts), whose builder is killed while computing them (over
+train's first sentences only: the whole of train costs ≈ 6 CPU s of tokenising, and the lock does not care).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -27,12 +27,10 @@ import embedlab
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.cache.atomic import remove_orphan_temporaries
 from embedlab.runtime.memo import clear
-from embedlab.runtime.settings import cache_dir
 from child_helpers import expect_line
 import preloaded
 
 REPO_ROOT = Path(embedlab.__file__).resolve().parent.parent
-SUITE_CACHE = os.environ.get("EMBEDLAB_CACHE")  # read at collection, before any test moves it
 
 CHILD = textwrap.dedent("""
     import hashlib, os, shutil, sys, time
@@ -84,6 +82,11 @@ CHILD = textwrap.dedent("""
         print("result", digest(array), flush=True)
     elif what == "reference":
         from transformers import AutoTokenizer
+        from embedlab.data.wikitext import wikitext2_sentences
+        # the statistics of train's first sys.argv[3] sentences: the race is about the lock, not the corpus
+        weights.wikitext2_sentences = lambda split, min_chars=10, unk_token="<unk>": (
+            wikitext2_sentences(split, min_chars, unk_token)[: int(sys.argv[3])])
+        weights.shipped_statistics = lambda tokenizer, corpus_sha256: None  # count them: the race is the subject
         # the killed one dies while computing (holding the lock, nothing written yet); the survivor computes
         compute = hang if role == "killed" else weights._compute_reference_statistics
         weights._compute_reference_statistics = announce(compute)
@@ -158,26 +161,33 @@ def test_an_array_entry_built_by_two_processes_one_killed_is_built_once_and_righ
     np.testing.assert_array_equal(ArrayStore("static").load("shared-entry"), expected)
 
 
-def test_reference_statistics_built_by_two_processes_one_killed_equal_a_clean_build(minilm, isolated_cache,
+REFERENCE_SENTENCES = 2000  # of WikiText-2 train: what the racing builders and the clean build count
+
+
+def test_reference_statistics_built_by_two_processes_one_killed_equal_a_clean_build(minilm, isolated_cache, tmp_path,
                                                                                      monkeypatch) -> None:
     from embedlab.data.wikitext import wikitext2_sentences
-    from embedlab.pooling.weights import reference_token_statistics
+    from embedlab.pooling import weights
 
-    if SUITE_CACHE:
-        monkeypatch.setenv("EMBEDLAB_CACHE", SUITE_CACHE)
-    else:
-        monkeypatch.delenv("EMBEDLAB_CACHE")
-    clear()  # the suite's cache: its sentence split and statistics are the clean single-process build
-    wikitext2_sentences("train")
-    clean = digest(*reference_token_statistics(minilm.tokenizer))
-    (isolated_cache / "corpus").mkdir(parents=True)
-    for split in cache_dir("corpus").glob("wikitext2-train-sentences-*.txt"):
-        shutil.copy(split, isolated_cache / "corpus" / split.name)  # their shared input; the statistics are raced
-    assert race_with_a_kill("reference", isolated_cache) == clean
-    assert_no_orphans_after_a_sweep(isolated_cache)
+    monkeypatch.setattr(weights, "wikitext2_sentences", lambda split, min_chars=10, unk_token="<unk>": (
+        wikitext2_sentences(split, min_chars, unk_token)[:REFERENCE_SENTENCES]))  # as the children do
+    monkeypatch.setattr(weights, "shipped_statistics", lambda tokenizer, corpus_sha256: None)
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "clean"))
+    clear()
+    clean_idf, clean_counts = weights.reference_token_statistics(minilm.tokenizer)  # a single-process build
+    assert 0 < clean_counts.sum() < 200_000  # the small corpus, not the whole of train (≈ 2.4 M tokens)
+    clean = digest(clean_idf, clean_counts)
     monkeypatch.setenv("EMBEDLAB_CACHE", str(isolated_cache))
     clear()
-    assert digest(*reference_token_statistics(minilm.tokenizer)) == clean  # read back from the survivor's files
+    assert race_with_a_kill("reference", isolated_cache, str(REFERENCE_SENTENCES)) == clean
+    assert_no_orphans_after_a_sweep(isolated_cache)
+    clear()
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("the survivor's files were not read back: the statistics were computed again")
+
+    monkeypatch.setattr(weights, "_compute_reference_statistics", not_again)
+    assert digest(*weights.reference_token_statistics(minilm.tokenizer)) == clean  # read back from the survivor's files
 
 
 def test_a_model_unpacked_by_two_processes_one_killed_is_complete(tmp_path) -> None:

@@ -192,6 +192,16 @@ def test_many_texts_are_pooled_batch_by_batch_with_the_same_bits(sts_sentences, 
     from embedlab.pooling import pipeline
 
     texts = [f"{text} [{index}]" for index, text in enumerate(sts_sentences)]  # new texts: no tokenisation memo
+    reference_calls = []
+
+    def seeded_reference_statistics(tokenizer):
+        """idf^W stand-in: seeded weights spread as real idf is (0.5 to 10), not the tokenlearn vocabulary's
+        statistics over WikiText-2 train (≈ 8 CPU s of tokenising, paid by this test alone); the subject here is
+        that the weights of batches and of the whole list agree, which any non-uniform weights show."""
+        reference_calls.append(tokenizer)
+        return np.random.default_rng(5).uniform(0.5, 10.0, size=len(tokenizer)), np.ones(len(tokenizer), dtype=np.int64)
+
+    monkeypatch.setattr(pipeline, "reference_token_statistics", seeded_reference_statistics)
     monkeypatch.setattr(pipeline, "STATIC_BATCH_TEXTS", 10**9)
     whole = embedlab.load("static:tokenlearn" + options).encode(texts)
     monkeypatch.setattr(pipeline, "STATIC_BATCH_TEXTS", 9)
@@ -199,3 +209,4 @@ def test_many_texts_are_pooled_batch_by_batch_with_the_same_bits(sts_sentences, 
     batched = embedlab.load("static:tokenlearn" + options).encode(texts)
     assert batched.dtype == np.float32 and batched.shape == (len(texts), 64)
     assert np.array_equal(batched, whole)
+    assert len(reference_calls) == (2 if "idf-ref" in options else 0)  # idf-ref weights come from idf^W, once per load
