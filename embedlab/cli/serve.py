@@ -105,8 +105,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     batching = serve.add_argument_group("batching")
     batching.add_argument("--max-batch-tokens", type=positive_int, default=16_384,
                           help="tokens per coalesced encode call (default 16384); a larger request is split across calls")
-    batching.add_argument("--max-wait-ms", type=_max_wait_ms, default=5.0,
-                          help="how long an idle model waits for more requests to join a batch (default 5, at most 1000)")
+    batching.add_argument("--max-wait-ms", type=_max_wait_ms, default=0.0,
+                          help="how long an idle model waits for more requests to join a batch (default 0: a lone request starts at once, "
+                               "and those arriving while a batch runs join the next; at most 1000)")
     batching.add_argument("--max-queue", type=positive_int, default=1024, help="waiting requests per model before 503 (default 1024)")
     batching.add_argument("--batch-size", type=positive_int, default=32, help="encode's batch_size (default 32)")
     limits = serve.add_argument_group("limits (answered 400/413 in OpenAI's error shape)")

@@ -35,7 +35,7 @@ class ServeOptions:
     max_input_chars: int = 100_000
     max_body_bytes: int = 16 * 1024 * 1024
     max_batch_tokens: int = 16_384
-    max_wait_ms: float = 5.0
+    max_wait_ms: float = 0.0  # a lone request starts at once: the wait only delays one client (docs/serve.md)
     max_queue: int = 1024
     batch_size: int = 32
     api_key: str | None = None
