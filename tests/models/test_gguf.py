@@ -42,3 +42,22 @@ def test_a_conversion_parses_the_file_once_and_gives_the_source_weights(tmp_path
     assert sorted(ours) == sorted(source)
     for name, tensor in source.items():
         np.testing.assert_array_equal(ours[name], tensor, err_msg=name)
+
+
+def test_the_check_before_a_conversion_and_the_conversion_parse_the_file_once(tmp_path, isolated_cache, monkeypatch):
+    from embedlab.models.gguf import check_gguf
+
+    path, _ = tiny_gguf(tmp_path / "model" / "tiny-llama.gguf")
+    readers: list[str] = []
+    original_reader = gguf.GGUFReader
+
+    class CountedReader(original_reader):  # type: ignore[misc, valid-type]
+        def __init__(self, file, *arguments, **options):
+            readers.append(str(file))
+            super().__init__(file, *arguments, **options)
+
+    monkeypatch.setattr(gguf, "GGUFReader", CountedReader)
+    assert check_gguf(path, "tiny-llama") == "llama"  # what embedlab.load does for a file not converted yet
+    converted = convert_gguf(path, "tiny-llama")
+    # the conversion starts from the check's reader (SmolLM2: ≈ 2 CPU s a parse); before, it parsed the file again
+    assert len(readers) == 1 and (converted / ".complete").exists()
