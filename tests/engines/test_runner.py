@@ -128,14 +128,17 @@ def test_binary_shards_pack_the_cut_vectors_bits(tmp_path, corpus_file, sts_sent
 @pytest.mark.slow
 @pytest.mark.crosspath
 def test_a_run_killed_with_sigkill_resumes_at_the_first_unfinished_shard(tmp_path, sts_test_rows, isolated_cache):
-    texts = list(dict.fromkeys(text for _, a, b in sts_test_rows for text in (a, b)))[:600]
+    """24 shards of 10 texts (240 texts: the shard count, not the text count, gives the kill its margin) still
+    catch a resume that rewrites finished shards, loses or reorders rows, leaves .tmp files, or changes a
+    vector by a single bit against the shard-by-shard reference."""
+    texts = list(dict.fromkeys(text for _, a, b in sts_test_rows for text in (a, b)))[:240]
     source = tmp_path / "texts.txt"
     source.write_text("\n".join(texts) + "\n", encoding="utf-8")
     out = tmp_path / "out"
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
                    "EMBEDLAB_CACHE": str(tmp_path / "subprocess-cache")}
     process = preloaded.Popen([sys.executable, "-m", "embedlab", "embed", "minilm", "--input", str(source), "--out", str(out),
-                               "--shard-size", "25", "--quiet"], env=environment, cwd=REPO_ROOT, stderr=subprocess.PIPE)
+                               "--shard-size", "10", "--quiet"], env=environment, cwd=REPO_ROOT, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline and process.poll() is None:
@@ -154,16 +157,16 @@ def test_a_run_killed_with_sigkill_resumes_at_the_first_unfinished_shard(tmp_pat
     assert 2 <= len(finished) < 24 and not killed["complete"]
     mtimes = {name: (out / name).stat().st_mtime_ns for name in finished}
 
-    result = embed_corpus("minilm", source, out, shard_size=25, progress=False)
+    result = embed_corpus("minilm", source, out, shard_size=10, progress=False)
     assert result.shards_reused == len(finished) and result.shards_written == 24 - len(finished)
     assert {name: (out / name).stat().st_mtime_ns for name in finished} == mtimes  # finished shards untouched
     assert not [path for path in out.iterdir() if path.name.endswith(".tmp")]
     ids, vectors = read_shards(out)
-    assert ids == list(range(1, 601))
-    # bit-identical by construction: both runs encode each 25-text shard in one call (slice_rows(600) = 38 ≥ 25),
+    assert ids == list(range(1, 241))
+    # bit-identical by construction: both runs encode each 10-text shard in one call (slice_rows(240) = 15 ≥ 10),
     # so the shard-by-shard reference has the same batches, padding, kernels and thread count
-    assert slice_rows(600) >= 25
+    assert slice_rows(240) >= 10
     method = embedlab.load("minilm")
-    np.testing.assert_array_equal(vectors, np.vstack([method.encode(texts[start:start + 25]) for start in range(0, 600, 25)]))
-    # and one encode of all 600 texts (batches of 32, other padding) differs by float32 rounding only
+    np.testing.assert_array_equal(vectors, np.vstack([method.encode(texts[start:start + 10]) for start in range(0, 240, 10)]))
+    # and one encode of all 240 texts (batches of 32, other padding) differs by float32 rounding only
     assert np.abs(vectors - method.encode(texts)).max() <= UNIT_ATOL

@@ -18,7 +18,12 @@ def small_corpus() -> list[str]:
     return wikitext2_sentences("valid", min_chars=40)[:24]
 
 
-def test_training_decreases_loss(minilm, small_corpus, tmp_path, isolated_cache):
+def test_training_decreases_loss(minilm, small_corpus, tmp_path, monkeypatch):
+    """The loss on held-out dropout noise goes down, only the corpus's tokens move, and the model is left in
+    eval mode. A private cache root for the checkpoints, but the in-memory models are kept (no memo clear as in
+    ``isolated_cache``): training reuses the model already in memory (the session's ``minilm`` unless another
+    test cleared the memos) instead of loading it again, so the eval-mode check is then about the trained model."""
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path / "cache"))
     config = TrainingConfig(model="minilm", steps=3, batch_size=8, learning_rate=0.2, seed=0, max_tokens=24)
     batches = [small_corpus[start : start + 8] for start in range(0, 24, 8)]
     uniform = np.ones(len(minilm.tokenizer), dtype=np.float32)
