@@ -65,7 +65,15 @@ def _check_token_count(path: str, split: str) -> None:
 
 def wikitext2_sha256(split: str) -> str:
     """SHA-256 of the bytes of WikiText-2 ``split``'s file: how shipped offsets and statistics recognise it."""
-    return hashlib.sha256(wikitext2_file(split).read_bytes()).hexdigest()
+    path = wikitext2_file(split)
+    status = path.stat()
+    return _file_sha256(str(path), status.st_size, status.st_mtime_ns)
+
+
+@cached("data.wikitext_sha256")
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """Hashed once per process and file version (train is 10.9 MB; every sentence and statistics lookup asks)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def wikitext2_paragraphs(split: str = "train", unk_token: str = "<unk>") -> list[str]:
@@ -81,17 +89,21 @@ def wikitext2_paragraphs(split: str = "train", unk_token: str = "<unk>") -> list
 
 def wikitext2_sentences(split: str = "train", min_chars: int = 10, unk_token: str = "<unk>") -> list[str]:
     """WikiText-2 sentences (pysbd's split) of at least ``min_chars`` characters, ``<unk>`` written ``unk_token``."""
-    file_sha256 = wikitext2_sha256(split)
-    shipped = spans_file(split)
-    spans = read_sentence_spans(shipped) if shipped.is_file() else None
-    if spans is not None and spans.file_sha256 == file_sha256:
-        sentences = shipped_sentences(spans, wikitext2_paragraphs(split))  # slicing: no pysbd, no cache file
-    else:
-        sentences = _pysbd_sentences(split, file_sha256)
-    selected = [sentence for sentence in sentences if len(sentence) >= min_chars]
+    selected = [sentence for sentence in _all_sentences(split, wikitext2_sha256(split)) if len(sentence) >= min_chars]
     if unk_token != "<unk>":
         selected = [sentence.replace("<unk>", unk_token) for sentence in selected]
     return selected
+
+
+@cached("data.wikitext_sentences", maxsize=3)
+def _all_sentences(split: str, file_sha256: str) -> tuple[str, ...]:
+    """Every sentence of the file version ``file_sha256`` of ``split``, made once per process: sliced at the shipped
+    offsets where the package has them for this file, else pysbd's (:func:`_pysbd_sentences`)."""
+    shipped = spans_file(split)
+    spans = read_sentence_spans(shipped) if shipped.is_file() else None
+    if spans is not None and spans.file_sha256 == file_sha256:
+        return tuple(shipped_sentences(spans, wikitext2_paragraphs(split)))  # slicing: no pysbd, no cache file
+    return tuple(_pysbd_sentences(split, file_sha256))
 
 
 def _pysbd_sentences(split: str, file_sha256: str) -> list[str]:
