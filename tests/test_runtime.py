@@ -295,6 +295,21 @@ def test_limit_malloc_arenas_caps_the_heaps_that_threads_create():
     assert heaps("1") == 1
 
 
+def test_heap_trimmer_trims_first_then_only_after_the_slack_is_grown():
+    """Hand-made resident sizes (MiB): the first call trims; then a trim only once resident memory is ``slack``
+    above its level right after the last trim; with no level readable, every call trims."""
+    from embedlab.runtime.memory import HeapTrimmer
+
+    readings = iter([500, 420, 600, 669, 670, 450, 699, 719])  # before/after each trim and each check
+    trims: list[int] = []
+    trimmer = HeapTrimmer(250, resident=lambda: next(readings), trim=lambda: trims.append(1))
+    assert [trimmer() for _ in range(5)] == [True, False, False, True, False]
+    # levels: 420 after the first trim; 600 and 669 are under 420 + 250; 670 trims (level 450); 699 is under 450 + 250
+    assert len(trims) == 2 and next(readings) == 719
+    blind = HeapTrimmer(250, resident=lambda: None, trim=lambda: trims.append(1))
+    assert [blind(), blind()] == [True, True] and len(trims) == 4
+
+
 def test_token_states_uncached_holds_for_its_own_thread_only():
     """The switch is scoped to the block's thread: another thread's model runs keep storing token states."""
     import threading

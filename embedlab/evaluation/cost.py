@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from embedlab.runtime.machine import cpu_model
+from embedlab.runtime.memory import resident_bytes
 from embedlab.runtime.reuse import counting_reuse, current_reuse
 
 T = TypeVar("T")
@@ -38,7 +39,6 @@ COST_KEYS = ("encode_seconds", "cpu_seconds", "texts", "texts_per_second", "peak
              "parameters", "cpu_model", "threads", "partial", "note")
 CACHED_NOTE = "encodings read from the evaluation cache, computed before costs were recorded: no time measured"
 SAMPLE_SECONDS = 0.005  # the RSS sampler's period: short encodes (a few ms) still get several samples
-_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 @dataclass(frozen=True)
@@ -68,16 +68,6 @@ def thread_count() -> int:
     if torch is not None:
         return int(torch.get_num_threads())
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def resident_bytes() -> int | None:
-    """The process's resident memory now (``/proc/self/statm``'s second field × the page size); None where
-    there is no ``/proc``."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * _PAGE_BYTES
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 class _PeakSampler:

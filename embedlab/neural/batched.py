@@ -30,7 +30,7 @@ from embedlab.neural.options import NeuralOptions, head_names
 from embedlab.neural.replay import ReplayedModule
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.neural.top import BatchedTop, DenseAt
-from embedlab.neural.vocabulary import model_lowered_decoder, softmax_terms
+from embedlab.neural.vocabulary import VocabularyBuffers, model_lowered_decoder, softmax_terms
 
 # gradients of one epoch for the tensors ``wrt``, given where the head's dense pre-activation comes from
 EpochGradients = Callable[[DenseAt, list[torch.Tensor]], list[torch.Tensor]]
@@ -188,11 +188,12 @@ def _lowered_exact_gradients(
     """:func:`_exact_gradients` with the two vocabulary products in a lower compute and the decoder's backward
     written out (:mod:`~embedlab.neural.vocabulary`); the gradient through the head transform stays float32."""
     grads = [torch.zeros_like(tensor) for tensor in tuned]
+    buffers = VocabularyBuffers()  # one set of logits buffers for every slice
     for start in range(0, len(frozen.labels), position_budget):
         piece = slice(start, start + position_budget)
         owner = frozen.owner[piece]
         z = top.transformed(dense_at(piece, owner), owner)
-        _, _, mean = softmax_terms(z.detach(), top.decoder_weight, top.output_bias, lowered)
+        _, _, mean = softmax_terms(z.detach(), top.decoder_weight, top.output_bias, lowered, buffers=buffers)
         with torch.no_grad():
             grad_z = (mean - top.decoder_weight[frozen.labels[piece]]) * weights[piece, None]
         for accumulated, grad in zip(grads, torch.autograd.grad(z, tuned, grad_outputs=grad_z)):

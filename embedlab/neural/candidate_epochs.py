@@ -21,7 +21,7 @@ from embedlab.neural.candidates import (
 from embedlab.neural.device import chunking_for
 from embedlab.neural.frozen import FrozenFeatures
 from embedlab.neural.top import BatchedTop, DenseAt
-from embedlab.neural.vocabulary import softmax_terms
+from embedlab.neural.vocabulary import VocabularyBuffers, softmax_terms
 
 
 def first_epoch_with_candidates(
@@ -36,11 +36,12 @@ def first_epoch_with_candidates(
     """
     grads = [torch.zeros_like(tensor) for tensor in tuned]
     first_z, normalisers, means, tops = [], [], [], []
+    buffers = VocabularyBuffers()  # one set of logits buffers for every slice
     for start in range(0, len(frozen.labels), position_budget):
         piece = slice(start, start + position_budget)
         owner = frozen.owner[piece]
         z = top.transformed(dense_at(piece, owner), owner)
-        ids, normaliser, mean = softmax_terms(z.detach(), top.decoder_weight, top.output_bias, lowered, count)
+        ids, normaliser, mean = softmax_terms(z.detach(), top.decoder_weight, top.output_bias, lowered, count, buffers)
         with torch.no_grad():
             grad_z = (mean - top.decoder_weight[frozen.labels[piece]]) * weights[piece, None]
         piece_grads = torch.autograd.grad(z, tuned, grad_outputs=grad_z)

@@ -19,7 +19,7 @@ from embedlab.errors import InputError
 from embedlab.neural.batched import BatchedRun, micro_tune_batched
 from embedlab.runtime.cache.arrays import ArrayStore
 from embedlab.runtime.memo import memo
-from embedlab.runtime.memory import release_free_memory
+from embedlab.runtime.memory import trim_tuning_heap_if_grown
 from embedlab.neural.device import (
     group_positions_for,
     is_out_of_memory,
@@ -140,8 +140,8 @@ def embed_texts_variants(
     for members in _groups_by_positions(all_inputs, group_positions):
         _tune_splitting(masked_lm, all_inputs, members, run_options, bool(hidden), position_budget_for(device), indices, read_off, feature_store)
         # Groups of long texts leave glibc's heap holding what they freed: SummEval's 2,746 texts grew the
-        # process to 13.4 GB in 40 min, and one malloc_trim brought it back to 0.78 GB (see the function).
-        release_free_memory()
+        # process to 13.4 GB in 40 min, and one malloc_trim brought it back to 0.78 GB; trimmed once it has grown.
+        trim_tuning_heap_if_grown()
         if progress:
             progress(len(members))
     return {variant: np.stack(found) for variant, found in rows.items()}

@@ -20,18 +20,36 @@ def test_empty_text_is_rejected_with_its_index(masked_minilm) -> None:
         embed_texts(masked_minilm, ["   "], NeuralOptions(tuple(resolve_parameter_names("head", 6))), indices=[3])
 
 
-def test_each_group_is_freed_then_the_heap_trimmed(masked_minilm, sentences, monkeypatch) -> None:
-    """A long run's memory stays bounded: each group's run is gone when the heap is trimmed after it (SummEval's
-    texts grew a run to 13.4 GB without the trim; one trim gave back all but 0.78 GB)."""
+def test_each_group_is_freed_before_the_heap_trim_check(masked_minilm, sentences, monkeypatch) -> None:
+    """A long run's memory stays bounded: each group's run is gone when the heap is checked (and trimmed once it has
+    grown) after it (SummEval's texts grew a run to 13.4 GB without trims; one trim gave back all but 0.78 GB)."""
     import gc
 
     from embedlab.neural import tuning
     from embedlab.neural.batched import BatchedRun
 
     runs_alive: list[int] = []
-    monkeypatch.setattr(tuning, "release_free_memory", lambda: runs_alive.append(sum(type(item) is BatchedRun for item in gc.get_objects())))
+    monkeypatch.setattr(tuning, "trim_tuning_heap_if_grown", lambda: runs_alive.append(sum(type(item) is BatchedRun for item in gc.get_objects())))
     embed_texts(masked_minilm, sentences, NeuralOptions(tuple(resolve_parameter_names("head", 6)), epochs=1), group_positions=1)
     assert runs_alive == [0, 0, 0]  # one group per text here
+
+
+def test_load_makes_a_lower_computes_copies_before_the_first_text(masked_minilm, sentences, tmp_path, monkeypatch) -> None:
+    """``load()`` makes the bf16 model copy and output embeddings, so a timed run after it never casts them."""
+    from embedlab.neural import vocabulary
+    from embedlab.runtime.memo import memo
+
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
+    for made_once in ("neural.lowered_models", "neural.lowered_decoders"):
+        memo(made_once).clear()  # not made by an earlier test
+    embedder = NeuralEmbedder("minilm", {"epochs": "1", "dtype": "bf16", "softmax": "candidates"}).load()
+
+    def no_cast(*args, **kwargs):
+        raise AssertionError("cast during the run")
+
+    monkeypatch.setattr(vocabulary, "lowered_copy", no_cast)
+    monkeypatch.setattr(vocabulary, "lowered_decoder", no_cast)
+    assert embedder.embed(sentences[:1]).shape == (1, embedder.dimension)
 
 
 def test_embedder_options_and_cache(masked_minilm, sentences, tmp_path, monkeypatch) -> None:

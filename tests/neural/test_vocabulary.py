@@ -55,3 +55,32 @@ def test_lowered_copy_equals_a_deep_copy_cast_and_keeps_ties_and_the_original() 
     ids = torch.tensor([[2, 7, 9, 3]])
     with torch.inference_mode():
         assert torch.equal(lowered(input_ids=ids).logits, reference(input_ids=ids).logits)  # the same modules, the same weights
+
+
+@pytest.mark.parametrize("compute", ["fp32", "bf16"])
+def test_reused_buffers_give_the_fresh_tensors_numbers(head, compute) -> None:
+    """Slices written into one set of reused buffers (a larger slice, then a smaller one: a view of its first rows)
+    give what the unbuffered form gives, bit for bit: the same kernels (addmm is what ``linear`` calls; a copy then
+    an add is ``.float().add_``) on the same values. The unbuffered form is written out here as it was before."""
+    from embedlab.neural.candidates import top_ids
+    from embedlab.neural.vocabulary import VocabularyBuffers
+
+    z, weight, bias = head
+    lowered = lowered_decoder(weight, compute)
+
+    def unbuffered(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if lowered is None:
+            logits = torch.nn.functional.linear(rows, weight, bias)
+        else:
+            logits = torch.nn.functional.linear(rows.to(lowered.dtype), lowered).float().add_(bias)
+        ids = top_ids(logits, 5)
+        highest = logits.amax(dim=-1, keepdim=True)
+        exponentials = logits.sub_(highest).exp_()
+        totals = exponentials.sum(dim=-1, keepdim=True)
+        products = exponentials @ weight if lowered is None else (exponentials.to(lowered.dtype) @ lowered).float()
+        return ids, (highest + totals.log()).squeeze(-1), products / totals
+
+    buffers = VocabularyBuffers()
+    for rows in (z[:30], z[30:]):
+        for got, expected in zip(softmax_terms(rows, weight, bias, lowered, 5, buffers), unbuffered(rows)):
+            assert torch.equal(got, expected)
