@@ -191,7 +191,8 @@ def test_array_store_entries_are_evicted_least_recently_used_and_recomputed(tmp_
     keep.parent.mkdir()
     keep.write_bytes(b"\0" * 1000)
     arrays = {key: np.full(10_000, index, dtype=np.float32) for index, key in enumerate("abcd")}  # 40 KB each
-    budget = 1000 + 3 * 40_500  # the kept file and about three entries
+    # the kept file and three entries fit under the 90 % an eviction goes down to; a fourth passes the budget
+    budget = 1000 + 7 * 40_500 // 2
     configure(cache_max=budget)
     try:
         store = ArrayStore("eval")
@@ -210,6 +211,35 @@ def test_array_store_entries_are_evicted_least_recently_used_and_recomputed(tmp_
         assert clear_cache("eval") > 100_000 and not list((tmp_path / "eval").glob("*.safetensors")) and keep.exists()
         store.save("e", arrays["a"])  # the folder is still marked recomputable after clearing
         assert {kind.name: kind for kind in cache_kinds()}["eval"].entries == 1
+    finally:
+        configure()
+
+
+def test_a_run_writing_past_the_budget_walks_the_cache_once_per_tenth_of_it(tmp_path, monkeypatch):
+    """Eviction after a write goes down to 90 % of the budget: 200 entries of 4 KB into a budget of 40 entries walk
+    the cache once per 5 entries past it (evicted to 36, past 40 again at the fifth), not once per write as when
+    evicting exactly to the budget (about 160 walks), and the cache stays under the budget with the newest entries."""
+    import numpy as np
+
+    from embedlab.runtime.cache import budget as cache_budget_module
+    from embedlab.runtime.cache.arrays import ArrayStore
+    from embedlab.runtime.settings import configure
+
+    monkeypatch.setenv("EMBEDLAB_CACHE", str(tmp_path))
+    walks = []
+    scan = cache_budget_module._scan
+    monkeypatch.setattr(cache_budget_module, "_scan", lambda root: walks.append(1) or scan(root))
+    store = ArrayStore("eval")
+    store.save("size", np.zeros(1000, dtype=np.float32))
+    entry = store.path("size").stat().st_size
+    configure(cache_max=40 * entry)
+    try:
+        walks.clear()
+        for index in range(200):
+            store.save(f"entry{index}", np.full(1000, index, dtype=np.float32))
+        assert 30 <= len(walks) <= 40  # about 160 / 5
+        assert cache_budget_module.cache_size() <= 40 * entry
+        assert store.load("entry199") is not None and store.load("entry0") is None
     finally:
         configure()
 
