@@ -28,6 +28,7 @@ on random inputs, so a module that computes something else is refused rather tha
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -95,7 +96,15 @@ class HeadLayout:
         if capture_at is None:
             return model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         captured: list[torch.Tensor] = []
-        hook = capture_at.register_forward_pre_hook(lambda module, args: captured.append(args[0]))
+        caller = threading.get_ident()
+
+        def capture(module: torch.nn.Module, args: tuple) -> None:
+            # the frozen forward runs one batch per core on the same model (runtime/streams.py): the hook sees every
+            # thread's forward through this module, and another stream's input is not this call's features
+            if threading.get_ident() == caller:
+                captured.append(args[0])
+
+        hook = capture_at.register_forward_pre_hook(capture)
         try:
             model.base_model(input_ids=input_ids, attention_mask=attention_mask)
         finally:

