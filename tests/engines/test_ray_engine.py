@@ -91,7 +91,7 @@ def test_ray_equals_the_local_engine_for_neural_embeddings(local_ray, tmp_path, 
     embed_corpus("neural:minilm,epochs=3", source, tmp_path / "local", progress=False)
     separate_caches("ray-cache")
     # one actor: rows gathered in order from two actors are asserted by the killed-actor test and
-    # test_eval_encoding_through_ray_equals_local below; a neural vector does not depend on its batch (tests/neural)
+    # test_eval_engine_ray_gives_the_local_scores below; a neural vector does not depend on its batch (tests/neural)
     embed_corpus("neural:minilm,epochs=3", source, tmp_path / "ray", engine="ray", workers=1, progress=False)
     local_vectors, ray_vectors = read_shards(tmp_path / "local")[1], read_shards(tmp_path / "ray")[1]
     cosines = np.einsum("ij,ij->i", local_vectors, ray_vectors) / (

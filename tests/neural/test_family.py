@@ -34,7 +34,7 @@ def test_each_group_is_freed_before_the_heap_trim_check(masked_minilm, sentences
     assert runs_alive == [0, 0, 0]  # one group per text here
 
 
-def test_load_makes_a_lower_computes_copies_before_the_first_text(masked_minilm, sentences, tmp_path, monkeypatch) -> None:
+def test_load_makes_the_lower_compute_copies_before_the_first_text(masked_minilm, sentences, tmp_path, monkeypatch) -> None:
     """``load()`` makes the bf16 model copy and output embeddings, so a timed run after it never casts them."""
     from embedlab.neural import vocabulary
     from embedlab.runtime.memo import memo
