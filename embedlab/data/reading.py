@@ -4,6 +4,7 @@ fails loudly instead of giving a silently different number)."""
 
 from __future__ import annotations
 
+import io
 import stat
 import zipfile
 from collections.abc import Iterator, Sequence
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from embedlab.data import DataFormatError, json_object
+from embedlab.runtime.cache.atomic import atomic_write_bytes
 
 
 # Row counts published in the data README (scored pairs for STS12-16, rows otherwise).
@@ -109,3 +111,10 @@ def read_npz_fields(path: Path, fields: Sequence[str], what: str) -> dict[str, n
     if sorted(arrays) != sorted(fields):
         raise DataFormatError(f"{path}: holds {sorted(arrays)}, expected {sorted(fields)}")
     return arrays
+
+
+def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """``arrays`` as a compressed ``.npz`` file at ``path``, written atomically (what :func:`read_npz_fields` reads)."""
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    atomic_write_bytes(path, buffer.getvalue())

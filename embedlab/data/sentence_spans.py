@@ -17,7 +17,6 @@ fails is refused with a :class:`~embedlab.data.DataFormatError` naming it: a wro
 from __future__ import annotations
 
 import hashlib
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from embedlab.data import DataFormatError
-from embedlab.data.reading import read_npz_fields
-from embedlab.runtime.cache.atomic import atomic_write_bytes
+from embedlab.data.reading import read_npz_fields, write_npz
 
 SPANS_FOLDER = Path(__file__).resolve().parents[1] / "resources"
 _ARRAYS = ("paragraph", "start", "end")
@@ -76,10 +74,8 @@ def write_sentence_spans(path: Path, file_sha256: str, paragraphs: Sequence[str]
     offsets = sentence_offsets(paragraphs, paragraph_sentences)
     sentences = [sentence for sentences_of_one in paragraph_sentences for sentence in sentences_of_one]
     arrays = {name: _compact(offsets[:, column]) for column, name in enumerate(_ARRAYS)}
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays, file_sha256=np.array(file_sha256), paragraphs=np.array(len(paragraphs)),
-                        sentences_sha256=np.array(_sentences_digest(sentences)))
-    atomic_write_bytes(path, buffer.getvalue())
+    write_npz(path, {**arrays, "file_sha256": np.array(file_sha256), "paragraphs": np.array(len(paragraphs)),
+                     "sentences_sha256": np.array(_sentences_digest(sentences))})
 
 
 def read_sentence_spans(path: Path) -> SentenceSpans:

@@ -93,7 +93,7 @@ def _micro_tune_batched(
     replayed = ReplayedModule(masked_lm, group, top.tuned, top.original, need_plain=need_plain) if top.replay else None
     frozen = replayed.frozen if replayed is not None else frozen_features(masked_lm, group, top.block_mode, need_plain, compute=options.compute, store=store)
     weights = _loss_weights(frozen, len(group))
-    lowered = model_lowered_decoder(masked_lm, top.decoder_weight, options.compute)
+    lowered = model_lowered_decoder(masked_lm, options.compute)
     tuned = [top.tuned[name] for name in options.params]
     optimizer = BatchedAdamW(tuned, lr=options.learning_rate)
     candidates: GroupCandidates | None = None

@@ -130,7 +130,7 @@ class NeuralEmbedder:
         masked_lm, options = self.tuning_lm, self.options
         if self.path == "batched" and options.compute != "fp32":
             forward_model(masked_lm, options.compute)
-            model_lowered_decoder(masked_lm, masked_lm.model.get_output_embeddings().weight.detach(), options.compute)
+            model_lowered_decoder(masked_lm, options.compute)
         return self
 
     @property

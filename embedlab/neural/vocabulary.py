@@ -30,11 +30,12 @@ def lowered_decoder(decoder_weight: torch.Tensor, compute: str) -> torch.Tensor 
     return None if compute == "fp32" else decoder_weight.to(TORCH_DTYPES[compute])
 
 
-def model_lowered_decoder(masked_lm: MaskedLM, decoder_weight: torch.Tensor, compute: str) -> torch.Tensor | None:
+def model_lowered_decoder(masked_lm: MaskedLM, compute: str) -> torch.Tensor | None:
     """:func:`lowered_decoder` of ``masked_lm``'s output embeddings, cast once per process (as :func:`forward_model`'s
     copy is) rather than once per group: 5 ms each time for MiniLM's 30,522 × 384."""
     if compute == "fp32":
         return None
+    decoder_weight = masked_lm.model.get_output_embeddings().weight.detach()
     key = (masked_lm.name, str(masked_lm.path), masked_lm.fingerprint, str(decoder_weight.device), compute)
     return _LOWERED_DECODERS.get(key, lambda: lowered_decoder(decoder_weight, compute))
 

@@ -16,15 +16,13 @@ stored beside them; one that fails is refused with a :class:`~embedlab.data.Data
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from pathlib import Path
 
 import numpy as np
 
 from embedlab.data import DataFormatError
-from embedlab.data.reading import read_npz_fields
-from embedlab.runtime.cache.atomic import atomic_write_bytes
+from embedlab.data.reading import read_npz_fields, write_npz
 
 STATISTICS_FOLDER = Path(__file__).resolve().parents[1] / "resources"
 _FIELDS = ("idf", "counts", "tokenizer_sha256", "corpus_sha256", "arrays_sha256")
@@ -50,10 +48,8 @@ def statistics_file(tokenizer_digest: str, folder: Path = STATISTICS_FOLDER) -> 
 def write_shipped_statistics(path: Path, tokenizer, corpus_sha256: str, idf: np.ndarray, counts: np.ndarray) -> None:
     """Write ``idf`` (float64) and ``counts`` for ``tokenizer``, counted on the train file hashing to ``corpus_sha256``."""
     idf, counts = np.asarray(idf, dtype=np.float64), np.asarray(counts, dtype=np.int64)
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, idf=idf, counts=counts, tokenizer_sha256=np.array(tokenizer_sha256(tokenizer)),
-                        corpus_sha256=np.array(corpus_sha256), arrays_sha256=np.array(_arrays_digest(idf, counts)))
-    atomic_write_bytes(path, buffer.getvalue())
+    write_npz(path, {"idf": idf, "counts": counts, "tokenizer_sha256": np.array(tokenizer_sha256(tokenizer)),
+                     "corpus_sha256": np.array(corpus_sha256), "arrays_sha256": np.array(_arrays_digest(idf, counts))})
 
 
 def shipped_statistics(tokenizer, corpus_sha256: str, folder: Path = STATISTICS_FOLDER) -> tuple[np.ndarray, np.ndarray] | None:
